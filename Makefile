@@ -1,0 +1,20 @@
+# The commands the README gives. `make run` and `make test` set up first when needed.
+.PHONY: setup run test lint format bench
+
+setup:
+	platform/setup
+
+run: setup
+	.venv/bin/python platform/launch.py
+
+test: setup
+	.venv/bin/python -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+format: setup
+	.venv/bin/ruff format . && .venv/bin/ruff check --fix .
+
+bench: setup
+	.venv/bin/python -m bench

@@ -1,0 +1,176 @@
+"""Compression codecs of Kafka's attributes bits 0-2, byte-compatible with the clients.
+
+- gzip (1): an ordinary gzip stream (Java's GZIPOutputStream, librdkafka's zlib).
+- snappy (2): the Java client writes snappy-java's xerial framing; librdkafka may write a
+  raw snappy block. Reading accepts both; writing uses the xerial framing as Kafka does.
+- lz4 (3): the LZ4 frame format. Magic-0 messages carry the pre-KIP-57 header checksum
+  (computed over the magic bytes too), which we fix up before decoding.
+- zstd (4): a zstd frame, possibly without a content size (streamed), v2 batches only.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import zlib
+
+import cramjam
+import lz4.frame
+import zstandard
+
+NONE = 0
+GZIP = 1
+SNAPPY = 2
+LZ4 = 3
+ZSTD = 4
+
+NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+BY_NAME = {name: codec for codec, name in NAMES.items()}
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024
+
+_zstd_compressor = zstandard.ZstdCompressor(level=3)
+
+
+class CompressionError(ValueError):
+    """A payload that its codec cannot decode, or an unknown codec id."""
+
+
+def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
+    if codec == NONE:
+        return data
+    if codec == GZIP:
+        return gzip.compress(data, compresslevel=6, mtime=0)
+    if codec == SNAPPY:
+        return _xerial_compress(data)
+    if codec == LZ4:
+        frame = lz4.frame.compress(
+            data,
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            store_size=False,
+        )
+        return _break_lz4_header_checksum(frame) if magic == 0 else frame
+    if codec == ZSTD:
+        if magic < 2:
+            raise CompressionError("zstd needs record batch v2")
+        return _zstd_compressor.compress(data)
+    raise CompressionError(f"unknown compression codec {codec}")
+
+
+def decompress(codec: int, data: bytes | memoryview, magic: int = 2) -> bytes:
+    data = bytes(data)
+    try:
+        if codec == NONE:
+            return data
+        if codec == GZIP:
+            return zlib.decompress(data, wbits=47)  # gzip or zlib header
+        if codec == SNAPPY:
+            return _snappy_decompress(data)
+        if codec == LZ4:
+            if magic == 0:
+                data = _fix_lz4_header_checksum(data)
+            return lz4.frame.decompress(data)
+        if codec == ZSTD:
+            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except CompressionError:
+        raise
+    except Exception as exc:  # each library raises its own types
+        raise CompressionError(f"cannot decompress {NAMES.get(codec, codec)}: {exc}") from exc
+    raise CompressionError(f"unknown compression codec {codec}")
+
+
+def _xerial_compress(data: bytes) -> bytes:
+    out = bytearray(_XERIAL_HEADER)
+    for start in range(0, len(data), _XERIAL_BLOCK):
+        block = bytes(cramjam.snappy.compress_raw(data[start : start + _XERIAL_BLOCK]))
+        out += struct.pack(">i", len(block)) + block
+    return bytes(out)
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    if not data.startswith(_XERIAL_MAGIC):
+        return bytes(cramjam.snappy.decompress_raw(data))
+    pos = len(_XERIAL_HEADER)
+    out = bytearray()
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise CompressionError("truncated xerial snappy block length")
+        (size,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if size < 0 or pos + size > len(data):
+            raise CompressionError("truncated xerial snappy block")
+        out += bytes(cramjam.snappy.decompress_raw(data[pos : pos + size]))
+        pos += size
+    return bytes(out)
+
+
+def _lz4_header_checksum(header: bytes) -> int:
+    return (lz4_xxh32(header) >> 8) & 0xFF
+
+
+def lz4_xxh32(data: bytes) -> int:
+    return _xxh32(data, 0)
+
+
+def _fix_lz4_header_checksum(frame: bytes) -> bytes:
+    """Kafka < 0.10 hashed the magic too; recompute the HC over the descriptor only."""
+    if len(frame) < 7 or frame[:4] != b"\x04\x22\x4d\x18":
+        return frame
+    flg = frame[4]
+    descriptor_end = 6 + (8 if flg & 0x08 else 0)
+    if len(frame) <= descriptor_end:
+        return frame
+    correct = _lz4_header_checksum(frame[4:descriptor_end])
+    broken = _lz4_header_checksum(frame[0:descriptor_end])
+    if frame[descriptor_end] == broken and broken != correct:
+        return frame[:descriptor_end] + bytes([correct]) + frame[descriptor_end + 1 :]
+    return frame
+
+
+def _break_lz4_header_checksum(frame: bytes) -> bytes:
+    flg = frame[4]
+    descriptor_end = 6 + (8 if flg & 0x08 else 0)
+    broken = _lz4_header_checksum(frame[0:descriptor_end])
+    return frame[:descriptor_end] + bytes([broken]) + frame[descriptor_end + 1 :]
+
+
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _xxh32(data: bytes, seed: int) -> int:
+    """xxHash32, needed only for the few bytes of an LZ4 frame descriptor."""
+    n = len(data)
+    pos = 0
+    if n >= 16:
+        v = [(seed + _P1 + _P2) & _M32, (seed + _P2) & _M32, seed, (seed - _P1) & _M32]
+        while pos + 16 <= n:
+            for i in range(4):
+                (lane,) = struct.unpack_from("<I", data, pos)
+                v[i] = (_rotl((v[i] + lane * _P2) & _M32, 13) * _P1) & _M32
+                pos += 4
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M32
+    else:
+        h = (seed + _P5) & _M32
+    h = (h + n) & _M32
+    while pos + 4 <= n:
+        (lane,) = struct.unpack_from("<I", data, pos)
+        h = (_rotl((h + lane * _P3) & _M32, 17) * _P4) & _M32
+        pos += 4
+    while pos < n:
+        h = (_rotl((h + data[pos] * _P5) & _M32, 11) * _P1) & _M32
+        pos += 1
+    h ^= h >> 15
+    h = (h * _P2) & _M32
+    h ^= h >> 13
+    h = (h * _P3) & _M32
+    h ^= h >> 16
+    return h
