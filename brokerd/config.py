@@ -8,6 +8,7 @@ default. `LogConfig` is the resolved, typed view the log reads.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -381,3 +382,416 @@ class LogConfig:
 
     def with_overrides(self, **changes: Any) -> LogConfig:
         return dataclasses.replace(self, **changes)
+
+
+# Broker configs ----------------------------------------------------------------------------
+
+_BROKER_UNIT_DEFAULTS: dict[str, Any] = {
+    # Kafka's broker defaults for synonyms in other units than the topic config.
+    "log.retention.hours": 168,
+    "log.roll.hours": 168,
+}
+
+
+def _broker(name, type_, default, doc, **kw) -> ConfigDef:
+    return ConfigDef(name, type_, default, doc, **kw)
+
+
+def _topic_synonym_defs() -> list[ConfigDef]:
+    """The broker-level `log.*` (and shared) synonyms of topic configs, with Kafka's defaults.
+
+    With several synonyms (log.retention.ms/.minutes/.hours) only the lowest-precedence one
+    has a default; the others are unset, so they win only when an operator sets them.
+    """
+    out: dict[str, ConfigDef] = {}
+    for topic_def in TOPIC_CONFIGS.values():
+        synonyms = topic_def.broker_synonyms
+        for synonym in synonyms:
+            if synonym in out:
+                continue
+            if len(synonyms) == 1:
+                default = topic_def.default
+            else:
+                default = _BROKER_UNIT_DEFAULTS.get(synonym)
+            scaled = synonym in _SYNONYM_SCALE
+            out[synonym] = ConfigDef(
+                synonym,
+                "int" if scaled else topic_def.type,
+                default,
+                f"broker default of {topic_def.name}: {topic_def.doc}",
+                at_least=topic_def.at_least if not scaled else -1,
+                at_most=topic_def.at_most,
+                choices=topic_def.choices,
+            )
+    return list(out.values())
+
+
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    c.name: c
+    for c in [
+        _broker("broker.id", "int", -1, "this broker's id in the cluster", read_only=True),
+        _broker("broker.rack", "string", None, "rack of this broker", read_only=True),
+        _broker(
+            "listeners",
+            "list",
+            ["PLAINTEXT://:9092"],
+            "listener URIs the broker binds",
+            read_only=True,
+        ),
+        _broker(
+            "advertised.listeners",
+            "list",
+            None,
+            "listener URIs published to clients (default: listeners)",
+            read_only=True,
+        ),
+        _broker(
+            "listener.security.protocol.map",
+            "list",
+            [
+                "PLAINTEXT:PLAINTEXT",
+                "SSL:SSL",
+                "SASL_PLAINTEXT:SASL_PLAINTEXT",
+                "SASL_SSL:SASL_SSL",
+            ],
+            "listener name to security protocol",
+            read_only=True,
+        ),
+        _broker(
+            "inter.broker.listener.name", "string", None, "listener between brokers", read_only=True
+        ),
+        _broker("log.dir", "string", "/tmp/kafka-logs", "log directory", read_only=True),
+        _broker("log.dirs", "list", None, "log directories (default: log.dir)", read_only=True),
+        _broker("zookeeper.connect", "string", None, "host:port[,...][/chroot]", read_only=True),
+        _broker(
+            "zookeeper.session.timeout.ms",
+            "int",
+            18000,
+            "ZooKeeper session timeout",
+            at_least=1,
+            read_only=True,
+        ),
+        _broker(
+            "zookeeper.connection.timeout.ms",
+            "int",
+            None,
+            "wait for a ZooKeeper connection (default: session timeout)",
+            at_least=1,
+            read_only=True,
+        ),
+        _broker("num.partitions", "int", 1, "partitions of auto-created topics", at_least=1),
+        _broker(
+            "default.replication.factor",
+            "int",
+            1,
+            "replication factor of auto-created topics",
+            at_least=1,
+        ),
+        _broker(
+            "auto.create.topics.enable",
+            "boolean",
+            True,
+            "create unknown topics on Metadata requests",
+            read_only=True,
+        ),
+        _broker("delete.topic.enable", "boolean", True, "allow topic deletion", read_only=True),
+        _broker(
+            "socket.request.max.bytes",
+            "int",
+            104857600,
+            "largest request frame accepted",
+            at_least=1,
+            read_only=True,
+        ),
+        _broker(
+            "queued.max.requests",
+            "int",
+            500,
+            "requests read ahead on one connection before reading pauses",
+            at_least=1,
+            read_only=True,
+        ),
+        _broker(
+            "fetch.max.bytes",
+            "int",
+            57671680,
+            "largest Fetch response the broker builds",
+            at_least=1024,
+        ),
+        _broker(
+            "max.incremental.fetch.session.cache.slots",
+            "int",
+            1000,
+            "fetch sessions (KIP-227) kept",
+            at_least=0,
+            read_only=True,
+        ),
+        _broker(
+            "log.retention.check.interval.ms",
+            "long",
+            300000,
+            "how often retention runs",
+            at_least=1,
+            read_only=True,
+        ),
+        _broker(
+            "log.flush.scheduler.interval.ms",
+            "long",
+            LONG_MAX,
+            "how often the flusher checks logs",
+            read_only=True,
+        ),
+        _broker(
+            "log.flush.offset.checkpoint.interval.ms",
+            "int",
+            60000,
+            "how often recovery points are checkpointed",
+            at_least=0,
+            read_only=True,
+        ),
+        _broker("log.cleaner.enable", "boolean", True, "run the log cleaner", read_only=True),
+        _broker(
+            "offsets.topic.replication.factor",
+            "short",
+            3,
+            "replication factor of __consumer_offsets",
+            at_least=1,
+            read_only=True,
+        ),
+        _broker(
+            "offsets.topic.num.partitions",
+            "int",
+            50,
+            "partitions of __consumer_offsets",
+            at_least=1,
+            read_only=True,
+        ),
+        _broker(
+            "group.initial.rebalance.delay.ms",
+            "int",
+            3000,
+            "delay of a new group's first rebalance",
+            read_only=True,
+        ),
+        *_topic_synonym_defs(),
+    ]
+}
+
+# Broker configs Kafka lets AlterConfigs change without a restart (read_only=False above),
+# limited to the ones this broker applies live.
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    name for name, definition in BROKER_CONFIGS.items() if not definition.read_only
+)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties: `key=value`, `key: value` or `key value`; # and ! comments; \\ joins."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw_line in text.splitlines():
+        line = raw_line.strip() if not logical else raw_line.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _split_property(logical)
+        props[key] = value
+        logical = ""
+    if logical:
+        key, value = _split_property(logical)
+        props[key] = value
+    return props
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    match = _PROPERTY_SEPARATOR.search(line)
+    if match is None:
+        return line, ""
+    return line[: match.start()], line[match.end() :]
+
+
+_PROPERTY_SEPARATOR = re.compile(r"\s*[=:]\s*|\s+")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    listener_name: str
+    security_protocol: str
+    host: str
+    port: int
+
+    @property
+    def uri(self) -> str:
+        return f"{self.listener_name}://{self.host}:{self.port}"
+
+
+def parse_endpoint(uri: str, protocol_map: Mapping[str, str], key: str) -> Endpoint:
+    name, sep, address = uri.partition("://")
+    if not sep or not name:
+        raise ConfigError(f"{key}: {uri!r} is not of the form NAME://host:port")
+    host, colon, port_text = address.rpartition(":")
+    if not colon:
+        raise ConfigError(f"{key}: {uri!r} has no port")
+    host = host.strip("[]")
+    try:
+        port = int(port_text)
+    except ValueError as exc:
+        raise ConfigError(f"{key}: {uri!r} has an invalid port") from exc
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{key}: port {port} is out of range")
+    name = name.upper()
+    protocol = protocol_map.get(name)
+    if protocol is None:
+        raise ConfigError(f"{key}: listener {name} has no listener.security.protocol.map entry")
+    if protocol != "PLAINTEXT":
+        raise ConfigError(f"{key}: security protocol {protocol} is not supported yet")
+    return Endpoint(name, protocol, host, port)
+
+
+class BrokerConfig:
+    """A broker's configuration: explicit properties over Kafka's defaults, validated.
+
+    `explicit` holds only what the operator set (static) and what AlterConfigs set
+    (dynamic); topic configs resolve against those, so an unset `log.*` reports the
+    topic default's source as DEFAULT, exactly as Kafka does.
+    """
+
+    def __init__(self, props: Mapping[str, str] | None = None):
+        self.raw = dict(props or {})
+        self.static: dict[str, Any] = {}
+        self.dynamic: dict[str, Any] = {}
+        self.unknown: dict[str, str] = {}
+        for name, raw in self.raw.items():
+            definition = BROKER_CONFIGS.get(name)
+            if definition is None:
+                self.unknown[name] = raw  # Kafka logs "not a known config" and goes on
+                continue
+            self.static[name] = definition.parse(raw)
+        self._validate()
+
+    @classmethod
+    def from_file(cls, path, overrides: Mapping[str, str] | None = None) -> BrokerConfig:
+        with open(path, encoding="utf-8") as handle:
+            props = parse_properties(handle.read())
+        props.update(overrides or {})
+        return cls(props)
+
+    # Values ------------------------------------------------------------------------------
+    def get(self, name: str) -> Any:
+        if name in self.dynamic:
+            return self.dynamic[name]
+        if name in self.static:
+            return self.static[name]
+        return BROKER_CONFIGS[name].default
+
+    def source(self, name: str) -> int:
+        if name in self.dynamic:
+            return SOURCE_DYNAMIC_BROKER
+        if name in self.static:
+            return SOURCE_STATIC_BROKER
+        return SOURCE_DEFAULT
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
+
+    @property
+    def explicit(self) -> dict[str, Any]:
+        """Typed values the operator or AlterConfigs set: what LogConfig.resolve reads."""
+        return {**self.static, **self.dynamic}
+
+    @property
+    def broker_id(self) -> int:
+        return self.get("broker.id")
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return list(self.get("log.dirs") or [self.get("log.dir")])
+
+    @property
+    def protocol_map(self) -> dict[str, str]:
+        mapping = {}
+        for item in self.get("listener.security.protocol.map"):
+            name, sep, protocol = item.partition(":")
+            if not sep:
+                raise ConfigError(f"listener.security.protocol.map: {item!r} is not NAME:PROTOCOL")
+            mapping[name.strip().upper()] = protocol.strip().upper()
+        return mapping
+
+    @property
+    def listeners(self) -> list[Endpoint]:
+        return [parse_endpoint(u, self.protocol_map, "listeners") for u in self.get("listeners")]
+
+    @property
+    def advertised_listeners(self) -> list[Endpoint]:
+        uris = self.get("advertised.listeners")
+        if not uris:
+            return self.listeners
+        return [parse_endpoint(u, self.protocol_map, "advertised.listeners") for u in uris]
+
+    @property
+    def zookeeper_hosts(self) -> str:
+        """zookeeper.connect without its chroot."""
+        connect = self.get("zookeeper.connect")
+        slash = connect.find("/")
+        return connect if slash < 0 else connect[:slash]
+
+    @property
+    def zookeeper_chroot(self) -> str | None:
+        connect = self.get("zookeeper.connect")
+        slash = connect.find("/")
+        if slash < 0:
+            return None
+        chroot = connect[slash:].rstrip("/")
+        return chroot or None
+
+    @property
+    def zookeeper_connection_timeout_ms(self) -> int:
+        return self.get("zookeeper.connection.timeout.ms") or self.get(
+            "zookeeper.session.timeout.ms"
+        )
+
+    def log_config(self, overrides: Mapping[str, Any] | None = None) -> LogConfig:
+        return LogConfig.resolve(overrides, self.explicit)
+
+    # Dynamic updates ---------------------------------------------------------------------
+    def validate_dynamic(self, updates: Mapping[str, str | None]) -> dict[str, Any]:
+        """Typed values of a dynamic update; None deletes. Read-only keys raise ConfigError."""
+        parsed: dict[str, Any] = {}
+        for name, raw in updates.items():
+            definition = BROKER_CONFIGS.get(name)
+            if definition is None:
+                raise ConfigError(f"{name}: unknown broker config")
+            if definition.read_only:
+                raise ConfigError(f"{name}: cannot be updated dynamically")
+            parsed[name] = None if raw is None else definition.parse(raw)
+        return parsed
+
+    def set_dynamic(self, values: Mapping[str, Any]) -> None:
+        """Replace the dynamic layer (as read back from ZooKeeper)."""
+        self.dynamic = {k: v for k, v in values.items() if v is not None}
+
+    # Validation --------------------------------------------------------------------------
+    def _validate(self) -> None:
+        if self.broker_id < 0:
+            raise ConfigError("broker.id: must be set to a non-negative id")
+        if not self.get("zookeeper.connect"):
+            raise ConfigError("zookeeper.connect: is required")
+        if not self.log_dirs:
+            raise ConfigError("log.dirs: at least one log directory is required")
+        listeners = self.listeners
+        if not listeners:
+            raise ConfigError("listeners: at least one listener is required")
+        names = [endpoint.listener_name for endpoint in listeners]
+        if len(set(names)) != len(names):
+            raise ConfigError("listeners: each listener name may appear once")
+        advertised = {endpoint.listener_name for endpoint in self.advertised_listeners}
+        if not advertised <= set(names):
+            raise ConfigError("advertised.listeners: names a listener that is not in listeners")
+        inter = self.get("inter.broker.listener.name")
+        if inter is not None and inter.upper() not in names:
+            raise ConfigError(f"inter.broker.listener.name: {inter} is not in listeners")
+        if self.get("message.max.bytes") > self.get("socket.request.max.bytes"):
+            raise ConfigError("message.max.bytes: exceeds socket.request.max.bytes")
+        self.log_config()  # the topic defaults must resolve

@@ -1,0 +1,134 @@
+"""Size-prefixed frames, request headers in, response headers out.
+
+A frame is `int32 size` + `size` bytes. A request starts with api_key int16, api_version
+int16 and correlation_id int32 in every header version, so those are read before the
+header version is known. The header is v2 (tagged fields) when the request body version is
+flexible, else v1. Responses carry header v1 when flexible, v0 otherwise, except that the
+ApiVersions response header is ALWAYS v0: clients parse it before they know the version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import load_request_schema
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.serial import entity_reader, entity_writer
+
+from .errors import ErrorCode
+from .versions import API_VERSIONS_KEY, SUPPORTED, api_name, is_supported
+
+SIZE = struct.Struct(">i")
+FIXED_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+_UVARINT_ZERO = b"\x00"  # an empty tagged-field section
+
+
+class FrameError(Exception):
+    """A frame that cannot be read: the connection is closed, the broker goes on."""
+
+
+class UnsupportedRequest(FrameError):
+    """An API or version the broker does not advertise (Kafka closes the connection)."""
+
+
+@dataclass(slots=True)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any  # the kio request entity; None for an unsupported ApiVersions version
+    size: int
+
+    @property
+    def name(self) -> str:
+        return api_name(self.api_key)
+
+    @property
+    def unsupported_api_versions(self) -> bool:
+        return self.body is None
+
+
+async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes | None:
+    """The next frame's payload, or None at a clean end of stream between frames."""
+    try:
+        prefix = await reader.readexactly(SIZE.size)
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise FrameError("connection closed inside a size prefix") from exc
+    (size,) = SIZE.unpack(prefix)
+    if size < FIXED_HEADER.size:
+        raise FrameError(f"invalid frame size {size}")
+    if size > max_bytes:
+        raise FrameError(f"frame of {size} bytes exceeds socket.request.max.bytes {max_bytes}")
+    try:
+        return await reader.readexactly(size)
+    except asyncio.IncompleteReadError as exc:
+        raise FrameError(f"connection closed {size - len(exc.partial)} bytes short") from exc
+
+
+def peek_header(frame: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id): the fields common to all header versions."""
+    if len(frame) < FIXED_HEADER.size:
+        raise FrameError("frame shorter than a request header")
+    return FIXED_HEADER.unpack_from(frame, 0)
+
+
+def decode_request(frame: bytes) -> Request:
+    """Parse header and body; raise UnsupportedRequest/FrameError to close the connection."""
+    api_key, api_version, correlation_id = peek_header(frame)
+    if not is_supported(api_key, api_version):
+        if api_key == API_VERSIONS_KEY and api_version > SUPPORTED[API_VERSIONS_KEY].max_version:
+            # A newer client probing: it gets UNSUPPORTED_VERSION and retries lower.
+            return Request(api_key, api_version, correlation_id, None, None, len(frame))
+        raise UnsupportedRequest(f"{api_name(api_key)} v{api_version} is not supported")
+    request_type = load_request_schema(api_key, api_version)
+    try:
+        header, header_size = entity_reader(request_type.__header_schema__)(frame, 0)
+        body, body_size = entity_reader(request_type)(frame, header_size)
+    except Exception as exc:  # kio raises several types for malformed input
+        raise FrameError(f"malformed {api_name(api_key)} v{api_version} request: {exc}") from exc
+    if header_size + body_size != len(frame):
+        raise FrameError(
+            f"{api_name(api_key)} v{api_version} request has "
+            f"{len(frame) - header_size - body_size} trailing bytes"
+        )
+    return Request(api_key, api_version, correlation_id, header.client_id, body, len(frame))
+
+
+def response_header(api_key: int, correlation_id: int, flexible: bool) -> bytes:
+    header = SIZE.pack(correlation_id)
+    if flexible and api_key != API_VERSIONS_KEY:
+        header += _UVARINT_ZERO
+    return header
+
+
+def encode_body(entity: Any) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(type(entity))(buffer, entity)
+    return buffer.getvalue()
+
+
+def encode_response(request: Request, response: Any) -> bytes:
+    """A whole response frame (size prefix, header, body) for a kio response entity."""
+    payload = response_header(request.api_key, request.correlation_id, response.__flexible__)
+    payload += encode_body(response)
+    return SIZE.pack(len(payload)) + payload
+
+
+def unsupported_api_versions_response(request: Request) -> bytes:
+    """ApiVersions v0 shape with UNSUPPORTED_VERSION and the ranges this broker speaks."""
+    response = ApiVersionsResponseV0(
+        error_code=ErrorCode.unsupported_version,
+        api_keys=tuple(
+            ApiVersionV0(api_key=key, min_version=r.min_version, max_version=r.max_version)
+            for key, r in sorted(SUPPORTED.items())
+        ),
+    )
+    return encode_response(request, response)

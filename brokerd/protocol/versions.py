@@ -1,0 +1,50 @@
+"""What ApiVersions advertises: exactly the APIs and versions the broker implements.
+
+Every range here must lie inside what kio has schemas for (checked at import) and have a
+handler in the dispatcher (checked when the dispatcher is built). A request outside this table
+makes the broker close the connection, as Kafka does; ApiVersions itself is the exception and
+answers UNSUPPORTED_VERSION in the v0 shape so the client can retry lower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kio.schema.index import api_key_map, schema_name_map
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    min_version: int
+    max_version: int
+
+    def __contains__(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+API_VERSIONS_KEY = 18
+
+# api key -> supported versions. Grows as handlers land; never list an unimplemented API.
+SUPPORTED: dict[int, VersionRange] = {
+    18: VersionRange(0, 4),  # ApiVersions
+}
+
+
+def api_name(api_key: int) -> str:
+    return api_key_map.get(api_key, f"api_{api_key}")
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    supported = SUPPORTED.get(api_key)
+    return supported is not None and api_version in supported
+
+
+def _check_against_kio() -> None:
+    for api_key, supported in SUPPORTED.items():
+        known = schema_name_map[api_key_map[api_key]]
+        for version in range(supported.min_version, supported.max_version + 1):
+            if version not in known:
+                raise RuntimeError(f"kio has no schema for {api_name(api_key)} v{version}")
+
+
+_check_against_kio()
