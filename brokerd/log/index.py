@@ -1,0 +1,326 @@
+"""Sparse, memory-mapped segment indexes in Kafka's on-disk format.
+
+`.index`     8-byte entries: relative offset int32, file position int32
+`.timeindex` 12-byte entries: timestamp int64, relative offset int32
+
+Offsets are stored relative to the segment's base offset. A new index file is preallocated
+to `segment.index.bytes` (rounded down to a whole entry) and trimmed to its entries when
+the segment rolls or the log closes. Lookups binary-search the mapping in place; an index is
+never loaded into a Python list.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+
+class CorruptIndexError(ValueError):
+    """An index file that cannot be trusted; the log rebuilds it from the segment."""
+
+
+class OffsetPosition(NamedTuple):
+    offset: int
+    position: int
+
+
+class TimestampOffset(NamedTuple):
+    timestamp: int
+    offset: int
+
+
+class _Index:
+    entry = struct.Struct(">ii")
+
+    def __init__(
+        self,
+        path: Path | str,
+        base_offset: int,
+        max_index_size: int = 10485760,
+        writable: bool = True,
+        preallocate: bool = True,
+    ):
+        self.path = Path(path)
+        self.base_offset = base_offset
+        self.writable = writable
+        self.entry_size = self.entry.size
+        self.max_index_size = max_index_size
+        existed = self.path.exists() and self.path.stat().st_size > 0
+        mode = "r+b" if writable else "rb"
+        if not self.path.exists():
+            if not writable:
+                raise FileNotFoundError(self.path)
+            self.path.touch()
+        self._file = open(self.path, mode)  # noqa: SIM115 - the index owns its file
+        length = os.fstat(self._file.fileno()).st_size
+        if existed:
+            self.entries = length // self.entry_size
+        else:
+            self.entries = 0
+        if writable and preallocate:
+            # The active segment's index is mapped at its full preallocated size;
+            # a sealed one keeps its trimmed size until a rebuild resets it.
+            target = max(self._round(max_index_size), self._round(length))
+            if length != target:
+                self._file.truncate(target)
+            length = target
+        self._length = length
+        self._mmap: mmap.mmap | None = None
+        self._remap()
+
+    def _round(self, size: int) -> int:
+        return size - size % self.entry_size
+
+    def _remap(self) -> None:
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        if self._length > 0:
+            access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
+            self._mmap = mmap.mmap(self._file.fileno(), self._length, access=access)
+
+    @property
+    def max_entries(self) -> int:
+        return self._length // self.entry_size
+
+    @property
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.entries * self.entry_size
+
+    def _read(self, n: int) -> tuple[int, int]:
+        return self.entry.unpack_from(self._mmap, n * self.entry_size)
+
+    def _key(self, n: int) -> int:
+        raise NotImplementedError
+
+    def _floor_slot(self, target: int) -> int:
+        """Slot of the largest entry whose key is <= target, or -1."""
+        if self.entries == 0 or self._key(0) > target:
+            return -1
+        lo, hi = 0, self.entries - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._key(mid) <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _ceiling_slot(self, target: int) -> int:
+        """Slot of the smallest entry whose key is >= target, or -1."""
+        if self.entries == 0 or self._key(self.entries - 1) < target:
+            return -1
+        lo, hi = 0, self.entries - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._key(mid) >= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _append_raw(self, packed_a: int, packed_b: int) -> None:
+        if not self.writable:
+            raise PermissionError(f"{self.path} is read-only")
+        if self.is_full:
+            raise CorruptIndexError(f"index {self.path} is full ({self.entries} entries)")
+        self.entry.pack_into(self._mmap, self.entries * self.entry_size, packed_a, packed_b)
+        self.entries += 1
+
+    def truncate_to_entries(self, entries: int) -> None:
+        self.entries = max(0, min(entries, self.entries))
+
+    def reset(self) -> None:
+        """Drop every entry and map the full preallocated size again (for a rebuild)."""
+        self.entries = 0
+        if self.writable:
+            self.resize(self.max_index_size)
+
+    def resize(self, new_size: int) -> None:
+        size = self._round(new_size)
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        self._file.truncate(size)
+        self._length = size
+        self.entries = min(self.entries, self.max_entries)
+        self._remap()
+
+    def trim_to_valid_size(self) -> None:
+        """Cut the preallocated tail: a sealed index holds only its entries."""
+        if self.writable:
+            self.resize(self.size_in_bytes)
+
+    def flush(self) -> None:
+        if self._mmap is not None and self.writable:
+            self._mmap.flush()
+
+    def close(self) -> None:
+        if self.writable and not self._file.closed:
+            self.trim_to_valid_size()
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        self._file.close()
+
+    def rename_to(self, path: Path) -> None:
+        os.replace(self.path, path)
+        self.path = path
+
+    def delete(self) -> None:
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        self._file.close()
+        self.path.unlink(missing_ok=True)
+
+
+class OffsetIndex(_Index):
+    """Maps offsets to file positions in the segment's .log."""
+
+    entry = struct.Struct(">ii")
+
+    def _key(self, n: int) -> int:
+        return self.entry.unpack_from(self._mmap, n * 8)[0]
+
+    def entry_at(self, n: int) -> OffsetPosition:
+        relative, position = self._read(n)
+        return OffsetPosition(self.base_offset + relative, position)
+
+    def __iter__(self) -> Iterator[OffsetPosition]:
+        for n in range(self.entries):
+            yield self.entry_at(n)
+
+    @property
+    def last_offset(self) -> int:
+        return self.entry_at(self.entries - 1).offset if self.entries else self.base_offset
+
+    def lookup(self, offset: int) -> OffsetPosition:
+        """The largest entry <= offset, else (base offset, 0): where a scan starts."""
+        slot = self._floor_slot(offset - self.base_offset)
+        if slot < 0:
+            return OffsetPosition(self.base_offset, 0)
+        return self.entry_at(slot)
+
+    def append(self, offset: int, position: int) -> None:
+        if self.entries and offset <= self.last_offset:
+            raise CorruptIndexError(
+                f"offset {offset} is not larger than the last entry {self.last_offset}"
+            )
+        relative = offset - self.base_offset
+        if not 0 <= relative <= 0x7FFFFFFF:
+            raise CorruptIndexError(f"offset {offset} does not fit relative to {self.base_offset}")
+        self._append_raw(relative, position)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries for offsets >= offset."""
+        slot = self._ceiling_slot(offset - self.base_offset)
+        if slot >= 0:
+            self.truncate_to_entries(slot)
+
+    def sanity_check(self, log_size: int | None = None) -> None:
+        """Cheap checks Kafka makes when it opens an index; O(1)."""
+        length = os.fstat(self._file.fileno()).st_size
+        if length % self.entry_size:
+            raise CorruptIndexError(f"{self.path}: size {length} is not a multiple of 8")
+        if self.entries:
+            first, last = self.entry_at(0), self.entry_at(self.entries - 1)
+            if first.offset < self.base_offset or last.offset < first.offset:
+                raise CorruptIndexError(f"{self.path}: entries are out of order")
+            if log_size is not None and last.position > log_size:
+                raise CorruptIndexError(f"{self.path}: position {last.position} past the log")
+
+    def verify(self, log_size: int | None = None) -> None:
+        """Every entry strictly increasing in offset and position (used by dump-log)."""
+        previous = None
+        for entry in self:
+            if previous is not None and (
+                entry.offset <= previous.offset or entry.position < previous.position
+            ):
+                raise CorruptIndexError(f"{self.path}: {entry} after {previous}")
+            if log_size is not None and entry.position > log_size:
+                raise CorruptIndexError(f"{self.path}: {entry} points past the log")
+            previous = entry
+
+
+class TimeIndex(_Index):
+    """Maps timestamps to offsets: each entry is the max timestamp so far and its offset."""
+
+    entry = struct.Struct(">qi")
+
+    def _key(self, n: int) -> int:
+        return self.entry.unpack_from(self._mmap, n * 12)[0]
+
+    def entry_at(self, n: int) -> TimestampOffset:
+        timestamp, relative = self._read(n)
+        return TimestampOffset(timestamp, self.base_offset + relative)
+
+    def __iter__(self) -> Iterator[TimestampOffset]:
+        for n in range(self.entries):
+            yield self.entry_at(n)
+
+    @property
+    def last_entry(self) -> TimestampOffset:
+        if not self.entries:
+            return TimestampOffset(-1, self.base_offset)
+        return self.entry_at(self.entries - 1)
+
+    def lookup(self, timestamp: int) -> TimestampOffset:
+        """The largest entry with timestamp <= target, else (-1, base offset)."""
+        slot = self._floor_slot(timestamp)
+        if slot < 0:
+            return TimestampOffset(-1, self.base_offset)
+        return self.entry_at(slot)
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Append only a larger timestamp at a larger offset (entries stay monotonic)."""
+        if self.is_full and not skip_full_check:
+            raise CorruptIndexError(f"time index {self.path} is full")
+        if self.entries:
+            last = self.last_entry
+            if offset < last.offset:
+                raise CorruptIndexError(f"offset {offset} is before the last entry {last}")
+            if timestamp <= last.timestamp:
+                return
+        if self.is_full:
+            return
+        self._append_raw(timestamp, offset - self.base_offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries for offsets >= offset."""
+        lo, hi = 0, self.entries  # entries are monotonic in offset too: binary search
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.entry_at(mid).offset >= offset:
+                hi = mid
+            else:
+                lo = mid + 1
+        self.truncate_to_entries(lo)
+
+    def sanity_check(self) -> None:
+        length = os.fstat(self._file.fileno()).st_size
+        if length % self.entry_size:
+            raise CorruptIndexError(f"{self.path}: size {length} is not a multiple of 12")
+        if self.entries:
+            first, last = self.entry_at(0), self.last_entry
+            if first.offset < self.base_offset or last.offset < first.offset:
+                raise CorruptIndexError(f"{self.path}: entries are out of order")
+            if last.timestamp < first.timestamp:
+                raise CorruptIndexError(f"{self.path}: timestamps are out of order")
+
+    def verify(self) -> None:
+        previous = None
+        for entry in self:
+            if previous is not None and (
+                entry.timestamp <= previous.timestamp or entry.offset < previous.offset
+            ):
+                raise CorruptIndexError(f"{self.path}: {entry} after {previous}")
+            previous = entry

@@ -1,0 +1,672 @@
+"""Log: the ordered segments of one partition, with offset assignment, reads and lookups.
+
+Appends and segment changes hold `_lock` (the cleaner and retention run on other
+threads); readers take the current segment snapshot without locking: the segment list is
+copy-on-write, so a read never sees a half-made change.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import LogConfig
+from ..records import legacy
+from ..records.batch import (
+    HEADER_SIZE,
+    LOG_APPEND_TIME,
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordBatch,
+)
+from . import errors
+from .leader_epochs import LeaderEpochFileCache
+from .producer_state import ProducerStateManager
+from .segment import DELETED_SUFFIX, EntryHeader, FileRegion, LogSegment
+
+log = logging.getLogger(__name__)
+
+# Background fsync of rolled segments, so that a roll never stalls the event loop.
+_flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-flush")
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+@dataclass(slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time: int  # -1 under CreateTime
+    log_start_offset: int
+    record_count: int
+    valid_bytes: int
+    duplicate: bool = False
+
+
+@dataclass(slots=True)
+class FetchDataInfo:
+    """What a fetch sends: a file region of whole batches (possibly empty)."""
+
+    fetch_offset: int
+    region: FileRegion | None
+    first_entry_offset: int | None = None
+
+    @property
+    def size(self) -> int:
+        return self.region.length if self.region else 0
+
+    def read(self) -> bytes:
+        return self.region.read() if self.region else b""
+
+
+@dataclass(slots=True)
+class TimestampOffset:
+    timestamp: int
+    offset: int
+    leader_epoch: int | None = None
+
+
+@dataclass(slots=True)
+class DeletedSegments:
+    count: int = 0
+    bytes: int = 0
+
+
+class Log:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        *,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        recovery_point: int,
+        leader_epoch_cache: LeaderEpochFileCache,
+        producer_state: ProducerStateManager,
+        clock: Callable[[], float] = time.time,
+    ):
+        """Built by `recovery.load_log`, which opens and recovers the segments."""
+        self.dir = Path(directory)
+        self.topic, self.partition = parse_dir_name(self.dir.name)
+        self.config = config
+        self._lock = threading.RLock()
+        self._segments: tuple[list[int], list[LogSegment]] = ([], [])
+        self._set_segments(segments)
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self.leader_epoch_cache = leader_epoch_cache
+        self.producer_state = producer_state
+        self._clock = clock
+        self._log_end_offset = self.active_segment.read_next_offset()
+        self.high_watermark = min(self._log_end_offset, max(log_start_offset, 0))
+        self._unflushed_messages = 0
+        self.last_flush_ms = self.now_ms()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self.closed = False
+
+    # Segments ------------------------------------------------------------------------
+    def _set_segments(self, segments: Iterable[LogSegment]) -> None:
+        ordered = sorted(segments, key=lambda s: s.base_offset)
+        self._segments = ([s.base_offset for s in ordered], ordered)
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments[1])
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[1][-1]
+
+    def segment_for(self, offset: int) -> LogSegment | None:
+        """The segment with the largest base offset <= offset."""
+        bases, segments = self._segments
+        i = bisect.bisect_right(bases, offset) - 1
+        return segments[i] if i >= 0 else None
+
+    def segments_from(self, offset: int) -> list[LogSegment]:
+        bases, segments = self._segments
+        i = max(bisect.bisect_right(bases, offset) - 1, 0)
+        return segments[i:]
+
+    def now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # Offsets ---------------------------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._segments[1])
+
+    @property
+    def latest_epoch(self) -> int | None:
+        epoch = self.leader_epoch_cache.latest_epoch
+        return None if epoch < 0 else epoch
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Clamp to [log start, LEO]; the replication layer decides when it moves."""
+        self.high_watermark = max(self.log_start_offset, min(offset, self._log_end_offset))
+        return self.high_watermark
+
+    # Appends --------------------------------------------------------------------------
+    def append_as_leader(
+        self, records: bytes | bytearray, leader_epoch: int, now_ms: int | None = None
+    ) -> AppendInfo:
+        """Validate a produced record set and assign its offsets in place, then write it.
+
+        Raises the typed errors of `errors` (each carries its Kafka error code)."""
+        buf = bytearray(records)
+        if len(buf) > 16 and buf[16] in (0, 1):
+            try:
+                buf = legacy.up_convert(buf)
+            except CorruptRecordError as exc:
+                raise errors.CorruptMessageError(str(exc)) from exc
+        now = self.now_ms() if now_ms is None else now_ms
+        batches = self._validate_produced(buf, now)
+
+        with self._lock:
+            self._check_open()
+            for batch in batches:
+                duplicate = self.producer_state.check(batch)
+                if duplicate is not None:
+                    if len(batches) > 1:
+                        raise errors.DuplicateSequenceError("duplicate batch inside a request")
+                    return AppendInfo(
+                        duplicate.first_offset,
+                        duplicate.last_offset,
+                        batch.max_timestamp,
+                        -1,
+                        self.log_start_offset,
+                        0,
+                        0,
+                        duplicate=True,
+                    )
+            first_offset = self._log_end_offset
+            next_offset = first_offset
+            headers: list[EntryHeader] = []
+            log_append = self.config.message_timestamp_type == "LogAppendTime"
+            max_timestamp = -1
+            for batch in batches:
+                batch.set_base_offset(next_offset)
+                batch.set_partition_leader_epoch(leader_epoch)
+                if log_append:
+                    batch.set_log_append_time(now)
+                headers.append(
+                    EntryHeader(
+                        batch.pos,
+                        batch.size,
+                        next_offset,
+                        batch.last_offset,
+                        batch.max_timestamp,
+                        2,
+                    )
+                )
+                max_timestamp = max(max_timestamp, batch.max_timestamp)
+                next_offset = batch.last_offset + 1
+            self._append(buf, headers, max_timestamp, now)
+            if leader_epoch >= 0:
+                self.leader_epoch_cache.assign(leader_epoch, first_offset)
+            for batch in batches:
+                if batch.has_producer_id:
+                    self.producer_state.update(batch, batch.base_offset, batch.last_offset)
+            self.producer_state.update_map_end_offset(next_offset)
+            count = sum(b.record_count for b in batches)
+            self._after_append(count)
+            return AppendInfo(
+                first_offset,
+                next_offset - 1,
+                max_timestamp,
+                now if log_append else -1,
+                self.log_start_offset,
+                count,
+                len(buf),
+            )
+
+    def append_as_follower(self, records: bytes | bytearray) -> AppendInfo | None:
+        """Append batches whose offsets the leader assigned (replication)."""
+        buf = bytearray(records)
+        batches = []
+        try:
+            for batch in _iter_complete_batches(buf):
+                batch.validate()
+                batches.append(batch)
+        except CorruptRecordError as exc:
+            raise errors.CorruptMessageError(str(exc)) from exc
+        if not batches:
+            return None
+        with self._lock:
+            self._check_open()
+            if batches[0].base_offset < self._log_end_offset:
+                raise errors.OffsetOutOfRangeError(
+                    f"follower append at {batches[0].base_offset} below LEO {self._log_end_offset}"
+                )
+            headers = [
+                EntryHeader(b.pos, b.size, b.base_offset, b.last_offset, b.max_timestamp, 2)
+                for b in batches
+            ]
+            end = batches[-1].pos + batches[-1].size
+            self._append(memoryview(buf)[:end], headers, max(h.max_timestamp for h in headers))
+            for batch in batches:
+                if batch.partition_leader_epoch >= 0:
+                    self.leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
+                if batch.has_producer_id:
+                    self.producer_state.update(batch, batch.base_offset, batch.last_offset)
+            self.producer_state.update_map_end_offset(batches[-1].last_offset + 1)
+            count = sum(b.record_count for b in batches)
+            self._after_append(count)
+            return AppendInfo(
+                batches[0].base_offset,
+                batches[-1].last_offset,
+                max(h.max_timestamp for h in headers),
+                -1,
+                self.log_start_offset,
+                count,
+                end,
+            )
+
+    def _validate_produced(self, buf: bytearray, now: int) -> list[RecordBatch]:
+        batches = []
+        pos = 0
+        try:
+            while pos < len(buf):
+                if len(buf) - pos < HEADER_SIZE:
+                    raise CorruptRecordError("trailing bytes shorter than a batch header")
+                if buf[pos + 16] != 2:
+                    raise CorruptRecordError(f"magic {buf[pos + 16]} mixed into a v2 record set")
+                batch = RecordBatch(buf, pos)
+                batch.check_size()
+                if batch.size > self.config.max_message_bytes:
+                    raise errors.RecordTooLargeError(
+                        f"batch of {batch.size} bytes exceeds max.message.bytes "
+                        f"{self.config.max_message_bytes}"
+                    )
+                batch.validate_from_client()
+                if self.config.compact or self.config.message_timestamp_type == "CreateTime":
+                    self._validate_records(batch, now)
+                batches.append(batch)
+                pos += batch.size
+        except CorruptRecordError as exc:
+            raise errors.CorruptMessageError(str(exc)) from exc
+        except InvalidRecordError as exc:
+            raise errors.InvalidRecordError(str(exc)) from exc
+        if not batches:
+            raise errors.CorruptMessageError("empty record set")
+        return batches
+
+    def _validate_records(self, batch: RecordBatch, now: int) -> None:
+        """Decode only where semantics demand it: keys on compacted topics, timestamps."""
+        max_diff = self.config.message_timestamp_difference_max_ms
+        check_time = max_diff < (1 << 62) and batch.timestamp_type != LOG_APPEND_TIME
+        if not self.config.compact and not check_time:
+            return
+        if check_time and not self.config.compact:
+            for ts in (batch.first_timestamp, batch.max_timestamp):
+                if abs(ts - now) > max_diff:
+                    raise errors.InvalidTimestampError(
+                        f"timestamp {ts} is more than {max_diff} ms from the broker's {now}"
+                    )
+            return
+        for record in batch:
+            if self.config.compact and record.key is None:
+                raise errors.InvalidRecordError("compacted topics require a key on every record")
+            if check_time and abs(record.timestamp - now) > max_diff:
+                raise errors.InvalidTimestampError(
+                    f"timestamp {record.timestamp} is more than {max_diff} ms from {now}"
+                )
+
+    def _append(
+        self,
+        data: bytes | bytearray | memoryview,
+        headers: list[EntryHeader],
+        max_timestamp: int,
+        now: int | None = None,
+    ) -> None:
+        now = self.now_ms() if now is None else now
+        segment = self._maybe_roll(len(data), max_timestamp, headers[-1].last_offset, now)
+        segment.append(data, headers)
+        self._log_end_offset = headers[-1].last_offset + 1
+
+    def _after_append(self, count: int) -> None:
+        self._unflushed_messages += count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        elif self.config.flush_ms < (1 << 62):
+            if self.now_ms() - self.last_flush_ms >= self.config.flush_ms:
+                self.flush()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise errors.KafkaStorageError(f"log {self.dir.name} is closed")
+
+    # Rolling and flushing ------------------------------------------------------------
+    def _maybe_roll(
+        self, messages_size: int, max_timestamp: int, max_offset: int, now: int
+    ) -> LogSegment:
+        segment = self.active_segment
+        if segment.should_roll(messages_size, max_timestamp, max_offset, now):
+            return self.roll(self._log_end_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        with self._lock:
+            new_base = max(expected_next_offset or 0, self._log_end_offset)
+            active = self.active_segment
+            if active.base_offset == new_base and active.size == 0:
+                return active  # already rolled to this offset
+            if active.base_offset >= new_base:
+                raise errors.KafkaStorageError(
+                    f"cannot roll to {new_base}: active segment starts at {active.base_offset}"
+                )
+            active.on_become_inactive()
+            self.producer_state.take_snapshot(new_base)
+            segment = LogSegment(self.dir, new_base, self.config, created_ms=self.now_ms())
+            self._set_segments([*self._segments[1], segment])
+            _flusher.submit(self._flush_quietly, new_base)
+            return segment
+
+    def _flush_quietly(self, offset: int) -> None:
+        try:
+            self.flush(offset)
+        except (OSError, ValueError) as exc:  # closed or deleted meanwhile
+            log.debug("background flush of %s stopped: %s", self.dir.name, exc)
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync segments holding offsets below `offset` (default: all) and advance the
+        recovery point: recovery after a crash starts there."""
+        with self._lock:
+            offset = self._log_end_offset if offset is None else offset
+            if offset <= self.recovery_point:
+                return
+            for segment in self.segments_from(self.recovery_point):
+                if segment.base_offset >= offset:
+                    break
+                segment.flush()
+            self.recovery_point = max(self.recovery_point, offset)
+            if offset >= self._log_end_offset:
+                self._unflushed_messages = 0
+                self.last_flush_ms = self.now_ms()
+
+    # Reads ----------------------------------------------------------------------------
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Whole batches from the one holding start_offset, up to max_bytes (at least one
+        batch when min_one_message), and nothing at or above max_offset (e.g. the HW)."""
+        end_offset = self._log_end_offset
+        if start_offset == end_offset:
+            return FetchDataInfo(start_offset, None)
+        if start_offset > end_offset or start_offset < self.log_start_offset:
+            raise errors.OffsetOutOfRangeError(
+                f"offset {start_offset} is outside [{self.log_start_offset}, {end_offset}] "
+                f"of {self.dir.name}"
+            )
+        if max_offset is not None and start_offset >= max_offset:
+            return FetchDataInfo(start_offset, None)
+        bases, segments = self._segments
+        i = max(bisect.bisect_right(bases, start_offset) - 1, 0)
+        while i < len(segments):
+            segment = segments[i]
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            max_position = segment.size
+            if max_offset is not None and (next_base is None or max_offset < next_base):
+                bound = segment.translate_offset(max_offset)
+                if bound is not None:
+                    max_position = bound.position
+            found = segment.read(start_offset, max_bytes, max_position, min_one_message)
+            if found is not None:
+                first, region = found
+                if region.length == 0:
+                    return FetchDataInfo(start_offset, None)
+                return FetchDataInfo(start_offset, region, first.base_offset)
+            i += 1  # offset past this segment's data (compacted away): next segment
+        return FetchDataInfo(start_offset, None)
+
+    def read_batches(self, start_offset: int = 0, max_offset: int | None = None):
+        """Decoded entries from start_offset (tests, tools, the cleaner's callers)."""
+        from ..records import iter_entries
+
+        offset = max(start_offset, self.log_start_offset)
+        while offset < (self._log_end_offset if max_offset is None else max_offset):
+            info = self.read(offset, 1 << 20, max_offset, True)
+            if info.region is None:
+                return
+            progressed = False
+            for entry in iter_entries(info.read()):
+                if entry.last_offset >= offset:
+                    yield entry
+                    offset = entry.last_offset + 1
+                    progressed = True
+            if not progressed:
+                return
+
+    def fetch_offset_by_timestamp(self, target: int) -> TimestampOffset | None:
+        """ListOffsets: earliest (-2), latest (-1), max timestamp (-3), or the first
+        record whose timestamp is >= target."""
+        if target == EARLIEST_TIMESTAMP:
+            epoch = self.leader_epoch_cache.epoch_for_offset(self.log_start_offset)
+            return TimestampOffset(-1, self.log_start_offset, epoch)
+        if target == LATEST_TIMESTAMP:
+            return TimestampOffset(-1, self._log_end_offset, self.latest_epoch)
+        if target == MAX_TIMESTAMP:
+            return self._max_timestamp_offset()
+        for segment in self.segments:
+            if segment.largest_timestamp < target:
+                continue
+            found = segment.find_offset_by_timestamp(target, self.log_start_offset)
+            if found is not None:
+                ts, offset = found
+                return TimestampOffset(ts, offset, self.leader_epoch_cache.epoch_for_offset(offset))
+        return None
+
+    def _max_timestamp_offset(self) -> TimestampOffset:
+        best = TimestampOffset(-1, -1)
+        for segment in self.segments:
+            if segment.size and segment.max_timestamp_so_far > best.timestamp:
+                best = TimestampOffset(
+                    segment.max_timestamp_so_far, segment.offset_of_max_timestamp_so_far
+                )
+        if best.offset < 0:
+            return best
+        # The segment tracks the batch's last offset; Kafka reports the record's own.
+        segment = self.segment_for(best.offset)
+        header = segment.translate_offset(best.offset) if segment else None
+        if header is not None:
+            from ..records import read_entry
+
+            for record in read_entry(segment.read_entry_bytes(header)).records():
+                if record.timestamp == best.timestamp:
+                    best = TimestampOffset(record.timestamp, record.offset)
+                    break
+        best.leader_epoch = self.leader_epoch_cache.epoch_for_offset(best.offset)
+        return best
+
+    # Log start offset, truncation, deletion -------------------------------------------
+    def maybe_increment_log_start_offset(self, new_start: int) -> int:
+        """DeleteRecords: move the log start offset up (never past the HW)."""
+        with self._lock:
+            if new_start > self.high_watermark:
+                raise errors.OffsetOutOfRangeError(
+                    f"cannot delete records up to {new_start}: high watermark is "
+                    f"{self.high_watermark}"
+                )
+            if new_start > self.log_start_offset:
+                self.log_start_offset = new_start
+                self.leader_epoch_cache.truncate_from_start(new_start)
+                self.producer_state.delete_snapshots_before(self.active_segment.base_offset)
+            return self.log_start_offset
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything at or above `offset` (a follower matching its leader)."""
+        with self._lock:
+            if offset >= self._log_end_offset:
+                return False
+            if offset < self.log_start_offset or offset < self._segments[0][0]:
+                self.truncate_fully_and_start_at(offset)
+                return True
+            keep = [s for s in self._segments[1] if s.base_offset <= offset]
+            drop = [s for s in self._segments[1] if s.base_offset > offset]
+            self._set_segments(keep)
+            for segment in drop:
+                segment.delete()
+            self.active_segment.truncate_to(offset)
+            self._log_end_offset = offset
+            self.recovery_point = min(self.recovery_point, offset)
+            self.high_watermark = min(self.high_watermark, offset)
+            self.leader_epoch_cache.truncate_from_end(offset)
+            self.producer_state.truncate_and_reload(self.log_start_offset, offset)
+            self._rebuild_producer_state(offset)
+            return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        with self._lock:
+            old = self._segments[1]
+            self._set_segments(
+                [LogSegment(self.dir, offset, self.config, created_ms=self.now_ms())]
+            )
+            for segment in old:
+                if segment.base_offset != offset:
+                    segment.delete()
+            self._log_end_offset = offset
+            self.log_start_offset = offset
+            self.recovery_point = offset
+            self.high_watermark = offset
+            self.leader_epoch_cache.clear_and_flush()
+            self.producer_state.truncate_and_reload(offset, offset)
+
+    def _rebuild_producer_state(self, end_offset: int) -> None:
+        start = self.producer_state.map_end_offset
+        for entry in self.read_batches(start, end_offset):
+            if isinstance(entry, RecordBatch) and entry.has_producer_id:
+                self.producer_state.update(entry, entry.base_offset, entry.last_offset)
+        self.producer_state.update_map_end_offset(end_offset)
+
+    def delete_segments(self, doomed: list[LogSegment], reason: str) -> DeletedSegments:
+        """Remove whole old segments: rename to `.deleted` now, delete the files after
+        file.delete.delay.ms (readers may still hold them). Rolls first when every
+        segment goes, so the log always has an active segment."""
+        report = DeletedSegments()
+        if not doomed:
+            return report
+        with self._lock:
+            current = self._segments[1]
+            if len(doomed) >= len(current) and doomed[-1] is current[-1]:
+                self.roll(self._log_end_offset)
+                current = self._segments[1]
+            doomed_ids = {id(s) for s in doomed}
+            remaining = [s for s in current if id(s) not in doomed_ids]
+            self._set_segments(remaining)
+            self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+            self.producer_state.delete_snapshots_before(remaining[0].base_offset)
+            due = self.now_ms() + self.config.file_delete_delay_ms
+            for segment in doomed:
+                report.count += 1
+                report.bytes += segment.size
+                segment.change_file_suffixes("", DELETED_SUFFIX)
+                self._pending_deletes.append((due, segment))
+            log.info(
+                "%s: deleted %d segments (%d bytes) for %s; log start offset %d",
+                self.dir.name,
+                report.count,
+                report.bytes,
+                reason,
+                self.log_start_offset,
+            )
+        self.remove_deleted_segments()
+        return report
+
+    def remove_deleted_segments(self, now_ms: int | None = None, force: bool = False) -> int:
+        """Delete the `.deleted` files whose delay has passed; returns how many went."""
+        now = self.now_ms() if now_ms is None else now_ms
+        with self._lock:
+            due = [(t, s) for t, s in self._pending_deletes if force or t <= now]
+            self._pending_deletes = [
+                (t, s) for t, s in self._pending_deletes if not (force or t <= now)
+            ]
+        for _, segment in due:
+            segment.delete()
+        return len(due)
+
+    def replace_segments(self, new: list[LogSegment], old: list[LogSegment]) -> None:
+        """Swap cleaned segments in for the ones they replace, atomically for readers."""
+        with self._lock:
+            old_ids = {id(s) for s in old}
+            current = [s for s in self._segments[1] if id(s) not in old_ids]
+            self._set_segments([*current, *new])
+            due = self.now_ms() + self.config.file_delete_delay_ms
+            for segment in old:
+                if segment.log_path.exists():
+                    segment.change_file_suffixes("", DELETED_SUFFIX)
+                self._pending_deletes.append((due, segment))
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        for segment in self._segments[1]:
+            segment.config = config
+
+    def close(self) -> None:
+        """Clean close: a final snapshot, trimmed indexes, flushed files."""
+        with self._lock:
+            if self.closed:
+                return
+            self.flush()
+            self.producer_state.take_snapshot(self._log_end_offset)
+            self.leader_epoch_cache.flush()
+            for segment in self._segments[1]:
+                segment.close()
+            self.remove_deleted_segments(force=True)
+            self.closed = True
+
+    def delete(self) -> None:
+        """Remove the partition's files (topic deletion)."""
+        import shutil
+
+        with self._lock:
+            for segment in self._segments[1]:
+                segment.close()
+            self.remove_deleted_segments(force=True)
+            self.closed = True
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.dir.name}, start={self.log_start_offset}, end={self._log_end_offset}, "
+            f"segments={len(self._segments[1])})"
+        )
+
+
+def _iter_complete_batches(buf: bytearray):
+    pos = 0
+    while len(buf) - pos >= HEADER_SIZE:
+        batch = RecordBatch(buf, pos)
+        if pos + batch.size > len(buf):
+            return  # a fetch may end with a partial batch
+        yield batch
+        pos += batch.size
+
+
+def parse_dir_name(name: str) -> tuple[str, int]:
+    """`<topic>-<partition>`; topics may contain dashes, the partition is after the last."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"{name!r} is not a <topic>-<partition> directory")
+    return topic, int(partition)
+
+
+def dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"

@@ -1,0 +1,258 @@
+"""LogManager: every partition log in the broker's log dirs, and the files at their roots.
+
+Each log dir holds `<topic>-<partition>/` directories and, at its root, `.lock` (so two
+brokers never share it), `meta.properties`, the offset checkpoints and, after a clean
+shutdown, the `.kafka_cleanshutdown` marker that lets the next start-up skip recovery.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..config import LogConfig
+from . import errors
+from .checkpoints import OffsetCheckpointFile, read_properties, write_properties
+from .log import Log, dir_name, parse_dir_name
+from .recovery import load_log
+
+log = logging.getLogger(__name__)
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+LOCK_FILE = ".lock"
+META_PROPERTIES = "meta.properties"
+DELETE_DIR_SUFFIX = "-delete"
+
+TopicPartition = tuple[str, int]
+
+
+class LogDirInUseError(RuntimeError):
+    """Another process holds the log dir's lock."""
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: list[str | Path],
+        default_config: LogConfig | None = None,
+        broker_props: Mapping[str, Any] | None = None,
+        *,
+        topic_config: Callable[[str], LogConfig] | None = None,
+        producer_id_expiration_ms: int = 86400000,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.broker_props = dict(broker_props or {})
+        self.default_config = default_config or LogConfig.resolve({}, self.broker_props)
+        self._topic_config = topic_config
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.clock = clock
+        self.logs: dict[TopicPartition, Log] = {}
+        self.offline_partitions: dict[TopicPartition, str] = {}
+        self.topic_configs: dict[str, LogConfig] = {}
+        self._locks: list[int] = []
+        self.had_clean_shutdown: dict[Path, bool] = {}
+        self.started = False
+
+    # Start-up and shutdown -------------------------------------------------------------
+    def startup(self) -> None:
+        for directory in self.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._lock_dir(directory)
+        for directory in self.log_dirs:
+            self._load_dir(directory)
+        self.started = True
+
+    def _lock_dir(self, directory: Path) -> None:
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LogDirInUseError(
+                f"log dir {directory} is in use by another broker (lock {directory / LOCK_FILE})"
+            ) from None
+        self._locks.append(fd)
+
+    def _load_dir(self, directory: Path) -> None:
+        marker = directory / CLEAN_SHUTDOWN_MARKER
+        clean = marker.exists()
+        self.had_clean_shutdown[directory] = clean
+        recovery_points = OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).read()
+        start_offsets = OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).read()
+        high_watermarks = OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).read()
+        for child in sorted(directory.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(child, ignore_errors=True)  # a deletion that did not finish
+                continue
+            try:
+                tp = parse_dir_name(child.name)
+            except ValueError:
+                continue
+            try:
+                loaded = load_log(
+                    child,
+                    self.config_for(tp[0]),
+                    recovery_point=recovery_points.get(tp, 0),
+                    log_start_offset=start_offsets.get(tp, 0),
+                    had_clean_shutdown=clean,
+                    producer_id_expiration_ms=self.producer_id_expiration_ms,
+                    clock=self.clock,
+                )
+            except Exception as exc:  # noqa: BLE001 - one bad partition must not stop the rest
+                log.error("partition %s-%d is offline: %s", tp[0], tp[1], exc, exc_info=True)
+                self.offline_partitions[tp] = str(exc)
+                continue
+            loaded.update_high_watermark(high_watermarks.get(tp, loaded.log_end_offset))
+            self.logs[tp] = loaded
+        # From here on a crash is an unclean shutdown.
+        marker.unlink(missing_ok=True)
+
+    def shutdown(self) -> None:
+        """Close every log, write the checkpoints and the clean-shutdown markers."""
+        failed = False
+        for tp, partition_log in list(self.logs.items()):
+            try:
+                partition_log.close()
+            except Exception as exc:  # noqa: BLE001
+                failed = True
+                log.error("closing %s-%d failed: %s", tp[0], tp[1], exc)
+        self.checkpoint()
+        if not failed:
+            for directory in self.log_dirs:
+                (directory / CLEAN_SHUTDOWN_MARKER).touch()
+        for fd in self._locks:
+            os.close(fd)
+        self._locks.clear()
+        self.started = False
+
+    # meta.properties --------------------------------------------------------------------
+    def ensure_meta_properties(self, broker_id: int, cluster_id: str) -> None:
+        """Write meta.properties, or refuse a log dir that belongs to another broker."""
+        for directory in self.log_dirs:
+            path = directory / META_PROPERTIES
+            if path.exists():
+                props = read_properties(path)
+                if props.get("broker.id") not in (None, str(broker_id)):
+                    raise errors.KafkaStorageError(
+                        f"{path}: broker.id {props['broker.id']} does not match {broker_id}"
+                    )
+                if props.get("cluster.id") not in (None, cluster_id):
+                    raise errors.KafkaStorageError(
+                        f"{path}: cluster.id {props['cluster.id']} does not match {cluster_id}"
+                    )
+            write_properties(
+                path,
+                {"version": "0", "broker.id": str(broker_id), "cluster.id": cluster_id},
+                header_comment="Written by brokerd",
+            )
+
+    # Logs -----------------------------------------------------------------------------
+    def config_for(self, topic: str) -> LogConfig:
+        if topic in self.topic_configs:
+            return self.topic_configs[topic]
+        if self._topic_config is not None:
+            return self._topic_config(topic)
+        return self.default_config
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.logs.get((topic, partition))
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        tp = (topic, partition)
+        existing = self.logs.get(tp)
+        if existing is not None:
+            return existing
+        if tp in self.offline_partitions:
+            raise errors.KafkaStorageError(
+                f"{topic}-{partition} is offline: {self.offline_partitions[tp]}"
+            )
+        if config is not None:
+            self.topic_configs[topic] = config
+        directory = self._least_loaded_dir() / dir_name(topic, partition)
+        created = load_log(
+            directory,
+            self.config_for(topic),
+            had_clean_shutdown=True,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+            clock=self.clock,
+        )
+        self.logs[tp] = created
+        return created
+
+    def _least_loaded_dir(self) -> Path:
+        counts = {d: 0 for d in self.log_dirs}
+        for partition_log in self.logs.values():
+            parent = partition_log.dir.parent
+            if parent in counts:
+                counts[parent] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Remove a partition: rename its dir to `-delete` first so a crash midway
+        finishes the deletion at the next start-up."""
+        partition_log = self.logs.pop((topic, partition), None)
+        self.offline_partitions.pop((topic, partition), None)
+        if partition_log is None:
+            return False
+        partition_log.close()
+        doomed = partition_log.dir.with_name(
+            f"{partition_log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        )
+        os.replace(partition_log.dir, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+        return True
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        self.topic_configs[topic] = config
+        for (t, _), partition_log in self.logs.items():
+            if t == topic:
+                partition_log.update_config(config)
+
+    def all_logs(self) -> list[Log]:
+        return list(self.logs.values())
+
+    # Checkpoints ----------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Recovery points, log start offsets and high watermarks, per log dir."""
+        for directory in self.log_dirs:
+            in_dir = {
+                tp: partition_log
+                for tp, partition_log in self.logs.items()
+                if partition_log.dir.parent == directory
+            }
+            OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).write(
+                {tp: lg.recovery_point for tp, lg in in_dir.items()}
+            )
+            OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).write(
+                {tp: lg.log_start_offset for tp, lg in in_dir.items() if lg.log_start_offset > 0}
+            )
+            OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
+                {tp: lg.high_watermark for tp, lg in in_dir.items()}
+            )
+
+    def flush_dirty_logs(self) -> None:
+        """flush.ms for idle logs: appends check it too, but a quiet log needs a timer."""
+        now = int(self.clock() * 1000)
+        for partition_log in self.all_logs():
+            if partition_log.config.flush_ms >= (1 << 62):
+                continue
+            if now - partition_log.last_flush_ms >= partition_log.config.flush_ms:
+                partition_log.flush()
+
+    def remove_deleted_segments(self) -> None:
+        for partition_log in self.all_logs():
+            partition_log.remove_deleted_segments()

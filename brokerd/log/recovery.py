@@ -1,0 +1,178 @@
+"""Opening a partition's log from disk, and recovering it after an unclean shutdown.
+
+Load order, as Kafka's LogLoader does it:
+1. finish or undo interrupted work: `.cleaned` files go, `.swap` files replace the
+   segments they cover, `.deleted` files are removed;
+2. open each segment; an index that is missing or fails its sanity check is rebuilt;
+3. after an unclean shutdown, recover every segment from the recovery point on:
+   validate each batch, truncate a torn or garbage tail at the first invalid byte, rebuild
+   the indexes, and drop the segments after a truncation;
+4. rebuild producer state from its newest snapshot plus the log after it, and trim the
+   leader-epoch cache to the log's offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config import LogConfig
+from ..records.batch import RecordBatch
+from .checkpoints import LeaderEpochCheckpointFile
+from .index import CorruptIndexError
+from .leader_epochs import LeaderEpochFileCache
+from .log import Log
+from .producer_state import ProducerStateManager
+from .segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    offset_from_filename,
+)
+
+log = logging.getLogger(__name__)
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+
+def load_log(
+    directory: Path,
+    config: LogConfig,
+    *,
+    recovery_point: int = 0,
+    log_start_offset: int = 0,
+    had_clean_shutdown: bool = False,
+    producer_id_expiration_ms: int = 86400000,
+    clock: Callable[[], float] = time.time,
+) -> Log:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    _complete_interrupted_operations(directory, config)
+    segments = _open_segments(directory, config)
+
+    epochs = LeaderEpochFileCache(LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT))
+    if not had_clean_shutdown and segments:
+        segments, recovery_point = _recover(segments, recovery_point, epochs)
+    if not segments:
+        start = max(log_start_offset, 0)
+        segments = [LogSegment(directory, start, config, created_ms=int(clock() * 1000))]
+    else:
+        # Only the last segment takes appends: give its indexes their preallocated room.
+        last = segments[-1]
+        last.close()
+        segments[-1] = LogSegment(directory, last.base_offset, config, active=True)
+
+    log_start_offset = max(log_start_offset, segments[0].base_offset)
+    producer_state = ProducerStateManager(directory, producer_id_expiration_ms)
+    result = Log(
+        directory,
+        config,
+        segments=segments,
+        log_start_offset=log_start_offset,
+        recovery_point=recovery_point,
+        leader_epoch_cache=epochs,
+        producer_state=producer_state,
+        clock=clock,
+    )
+    end = result.log_end_offset
+    result.recovery_point = min(max(recovery_point, 0), end)
+    epochs.truncate_from_end(end)
+    epochs.truncate_from_start(log_start_offset)
+    _rebuild_producer_state(result, producer_state, log_start_offset, end)
+    return result
+
+
+def _complete_interrupted_operations(directory: Path, config: LogConfig) -> None:
+    for path in sorted(directory.iterdir()):
+        name = path.name
+        if name.endswith(DELETED_SUFFIX) or name.endswith(CLEANED_SUFFIX):
+            path.unlink(missing_ok=True)  # a deletion or cleaning that did not finish
+        elif name.endswith(".tmp"):
+            path.unlink(missing_ok=True)
+    # A `.swap` log is a cleaned segment whose swap was interrupted after it was
+    # complete: it replaces every old segment it covers.
+    for swap_log in sorted(directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
+        base = offset_from_filename(swap_log.name)
+        swapped = LogSegment(directory, base, config, suffix=SWAP_SUFFIX, active=False)
+        swapped.recover()
+        end = swapped.read_next_offset()
+        for old_log in directory.glob(f"*{LOG_SUFFIX}"):
+            old_base = offset_from_filename(old_log.name)
+            if base <= old_base < end:
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                    (directory / f"{old_log.name[:20]}{suffix}").unlink(missing_ok=True)
+        swapped.change_file_suffixes(SWAP_SUFFIX, "")
+        swapped.close()
+    for leftover in directory.glob(f"*{SWAP_SUFFIX}"):
+        leftover.unlink(missing_ok=True)  # index swaps without their log
+
+
+def _open_segments(directory: Path, config: LogConfig) -> list[LogSegment]:
+    segments = []
+    for log_path in sorted(directory.glob(f"*{LOG_SUFFIX}")):
+        base = offset_from_filename(log_path.name)
+        index_missing = not (directory / f"{log_path.name[:20]}{INDEX_SUFFIX}").exists()
+        segment = LogSegment(directory, base, config, active=False)
+        try:
+            if index_missing:
+                raise CorruptIndexError(f"{segment.index_path} is missing")
+            segment.offset_index.sanity_check(segment.size)
+            segment.time_index.sanity_check()
+        except CorruptIndexError as exc:
+            log.warning("rebuilding the indexes of %s: %s", log_path, exc)
+            segment.recover()
+            segment.on_become_inactive()
+        segments.append(segment)
+    return segments
+
+
+def _recover(
+    segments: list[LogSegment], recovery_point: int, epochs: LeaderEpochFileCache
+) -> tuple[list[LogSegment], int]:
+    """Recover the unflushed segments; everything after a truncation is dropped."""
+
+    def note_epoch(entry, header) -> None:
+        if isinstance(entry, RecordBatch) and entry.partition_leader_epoch >= 0:
+            epochs.assign(entry.partition_leader_epoch, entry.base_offset)
+
+    # The first segment to recover is the one holding the recovery point.
+    first = len(segments) - 1
+    for i in range(len(segments) - 1):
+        if segments[i + 1].base_offset > recovery_point:
+            first = i
+            break
+    kept = segments[:first]
+    for i in range(first, len(segments)):
+        segment = segments[i]
+        truncated = segment.recover(note_epoch)
+        if i + 1 < len(segments):
+            segment.on_become_inactive()
+        kept.append(segment)
+        if truncated:
+            log.warning(
+                "%s: truncated %d invalid bytes at position %d",
+                segment.log_path,
+                truncated,
+                segment.size,
+            )
+            for later in segments[i + 1 :]:
+                log.warning("%s: deleted after a truncation before it", later.log_path)
+                later.delete()
+            break
+    return kept, min(recovery_point, kept[-1].read_next_offset() if kept else 0)
+
+
+def _rebuild_producer_state(
+    log_: Log, state: ProducerStateManager, log_start_offset: int, end: int
+) -> None:
+    replay_from = state.load(log_start_offset, end)
+    for entry in log_.read_batches(max(replay_from, log_start_offset), end):
+        if isinstance(entry, RecordBatch) and entry.has_producer_id:
+            state.update(entry, entry.base_offset, entry.last_offset)
+    state.update_map_end_offset(end)

@@ -1,0 +1,417 @@
+"""LogSegment: one `.log` file with its `.index` and `.timeindex`, named by base offset.
+
+Appends go to the end of the active segment with one write; offset and time index entries
+are added every `index.interval.bytes`. Reads return file regions (position, length) of
+whole batches for `sendfile`, never the bytes themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from ..config import LogConfig
+from ..records import read_entry
+from ..records.batch import HEADER_SIZE, CorruptRecordError
+from .index import OffsetIndex, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+ENTRY_PREFIX = struct.Struct(">qiib")  # baseOffset/offset, size, (epoch|crc), magic
+_V2_TAIL = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, firstTimestamp, maxTimestamp
+_V1_TIMESTAMP = struct.Struct(">q")
+SCAN_CHUNK = 1 << 20
+
+
+def filename_prefix(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+def offset_from_filename(name: str) -> int:
+    return int(name.split(".", 1)[0])
+
+
+class EntryHeader(NamedTuple):
+    """What the log needs to know of a batch without decoding its records."""
+
+    position: int
+    size: int
+    base_offset: int  # for a legacy wrapper: its (last) offset; see LegacyEntry.base_offset
+    last_offset: int
+    max_timestamp: int
+    magic: int
+
+
+@dataclass(slots=True)
+class FileRegion:
+    """A slice of a segment file, sent to a client with sendfile."""
+
+    file: object  # a binary file object with fileno()
+    position: int
+    length: int
+
+    def read(self) -> bytes:
+        """Materialise the bytes (tests, the cleaner, replication in-process)."""
+        return os.pread(self.file.fileno(), self.length, self.position)
+
+
+def parse_entry_header(buf: bytes | memoryview, pos: int, position: int) -> EntryHeader:
+    """Header of the entry at buf[pos:], which sits at `position` in its file."""
+    offset, length, _, magic = ENTRY_PREFIX.unpack_from(buf, pos)
+    size = length + 12
+    if magic == 2:
+        if length < HEADER_SIZE - 12:
+            raise CorruptRecordError(f"batch length {length} at {position} is too small")
+        _, last_delta, _, max_ts = _V2_TAIL.unpack_from(buf, pos + 21)
+        return EntryHeader(position, size, offset, offset + last_delta, max_ts, 2)
+    if magic in (0, 1):
+        if length < 14:
+            raise CorruptRecordError(f"message size {length} at {position} is too small")
+        timestamp = _V1_TIMESTAMP.unpack_from(buf, pos + 18)[0] if magic == 1 else -1
+        return EntryHeader(position, size, offset, offset, timestamp, magic)
+    raise CorruptRecordError(f"unknown magic {magic} at position {position}")
+
+
+class _ChunkReader:
+    """Reads a file forward in large chunks so that scanning costs few system calls."""
+
+    HEADER_NEEDS = 43  # bytes of an entry that parse_entry_header reads at most
+
+    def __init__(self, fd: int, end: int):
+        self.fd = fd
+        self.end = end
+        self.chunk = b""
+        self.chunk_start = 0
+
+    def view(self, position: int, size: int) -> memoryview:
+        """`size` bytes at `position` (the caller checked they lie before `end`)."""
+        offset = position - self.chunk_start
+        if position < self.chunk_start or offset + size > len(self.chunk):
+            self.chunk = os.pread(self.fd, max(SCAN_CHUNK, size), position)
+            self.chunk_start = position
+            offset = 0
+        return memoryview(self.chunk)[offset : offset + size]
+
+    def header_at(self, position: int) -> EntryHeader | None:
+        """The entry header at `position`, or None at the end, a torn tail or garbage."""
+        available = self.end - position
+        if available < ENTRY_PREFIX.size:
+            return None
+        buf = self.view(position, min(self.HEADER_NEEDS, available))
+        try:
+            header = parse_entry_header(buf, 0, position)
+        except (struct.error, CorruptRecordError):
+            return None
+        if header.size > available:
+            return None
+        return header
+
+
+class LogSegment:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        suffix: str = "",
+        created_ms: int | None = None,
+        active: bool = True,
+    ):
+        self.dir = Path(directory)
+        self.base_offset = base_offset
+        self.config = config
+        prefix = filename_prefix(base_offset)
+        self.log_path = self.dir / f"{prefix}{LOG_SUFFIX}{suffix}"
+        self.file = open(self.log_path, "a+b", buffering=0)  # noqa: SIM115
+        self.size = os.fstat(self.file.fileno()).st_size
+        self.offset_index = OffsetIndex(
+            self.dir / f"{prefix}{INDEX_SUFFIX}{suffix}",
+            base_offset,
+            config.segment_index_bytes,
+            preallocate=active,
+        )
+        self.time_index = TimeIndex(
+            self.dir / f"{prefix}{TIME_INDEX_SUFFIX}{suffix}",
+            base_offset,
+            config.segment_index_bytes,
+            preallocate=active,
+        )
+        self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far = -1
+        self.offset_of_max_timestamp_so_far = base_offset
+        self._rolling_based_timestamp: int | None = None
+        if self.size:
+            self._load_largest_timestamp()
+
+    # Naming --------------------------------------------------------------------------
+    @property
+    def index_path(self) -> Path:
+        return self.offset_index.path
+
+    @property
+    def time_index_path(self) -> Path:
+        return self.time_index.path
+
+    def change_file_suffixes(self, old: str, new: str) -> None:
+        """Rename all three files (`.deleted`, `.cleaned`, `.swap` transitions)."""
+
+        def renamed(path: Path) -> Path:
+            name = path.name[: -len(old)] if old and path.name.endswith(old) else path.name
+            return path.with_name(name + new)
+
+        new_log = renamed(self.log_path)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        self.offset_index.rename_to(renamed(self.offset_index.path))
+        self.time_index.rename_to(renamed(self.time_index.path))
+
+    # Appends -------------------------------------------------------------------------
+    def append(self, data: bytes | bytearray | memoryview, headers: list[EntryHeader]) -> int:
+        """Write `data` (whole entries whose headers are given, positions relative to data)
+        at the end of the file with one write, then index it. Returns the file position."""
+        position = self.size
+        written = os.write(self.file.fileno(), data)
+        if written != len(data):
+            raise OSError(f"short write to {self.log_path}: {written} of {len(data)}")
+        self.size += written
+        for header in headers:
+            if header.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = header.max_timestamp
+                self.offset_of_max_timestamp_so_far = header.last_offset
+            if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+                self.offset_index.append(header.last_offset, position + header.position)
+                self.time_index.maybe_append(
+                    self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
+                )
+                self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry += header.size
+        return position
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= 0x7FFFFFFF
+
+    def should_roll(
+        self, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
+    ) -> bool:
+        reached_roll_ms = self.size > 0 and (
+            self.time_waited_for_roll(now_ms, max_timestamp)
+            > self.config.segment_ms - self.config.segment_jitter_ms
+        )
+        return (
+            self.size > self.config.segment_bytes - messages_size
+            or reached_roll_ms
+            or self.offset_index.is_full
+            or self.time_index.is_full
+            or not self.can_convert_to_relative_offset(max_offset)
+        )
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """Kafka rolls on the first batch's timestamp when it has one, else on creation."""
+        if self._rolling_based_timestamp is None and self.size > 0:
+            first = next(self.scan_headers(0, self.size), None)
+            self._rolling_based_timestamp = first.max_timestamp if first else -1
+        rolling = self._rolling_based_timestamp
+        if rolling is not None and rolling >= 0:
+            return message_timestamp - rolling
+        return now_ms - self.created_ms
+
+    # Reads ---------------------------------------------------------------------------
+    def scan_headers(self, start: int = 0, end: int | None = None) -> Iterator[EntryHeader]:
+        """Entry headers from `start` to `end`, read in chunks; stops at a torn tail."""
+        reader = _ChunkReader(self.file.fileno(), self.size if end is None else end)
+        position = start
+        while True:
+            header = reader.header_at(position)
+            if header is None:
+                return
+            yield header
+            position += header.size
+
+    def translate_offset(self, offset: int, starting_position: int = 0) -> EntryHeader | None:
+        """The first entry whose last offset is >= offset (the batch holding it)."""
+        mapping = self.offset_index.lookup(offset)
+        start = max(mapping.position, starting_position)
+        for header in self.scan_headers(start):
+            if header.last_offset >= offset:
+                return header
+        return None
+
+    def read(
+        self,
+        start_offset: int,
+        max_size: int,
+        max_position: int | None = None,
+        min_one_message: bool = False,
+    ) -> tuple[EntryHeader, FileRegion] | None:
+        """The region from the batch holding start_offset, at most max_size bytes (at
+        least the first batch when min_one_message), ending at max_position."""
+        first = self.translate_offset(start_offset)
+        if first is None:
+            return None
+        max_position = self.size if max_position is None else max_position
+        if first.position >= max_position:
+            return first, FileRegion(self.file, first.position, 0)
+        limit = max(max_size, first.size) if min_one_message else max_size
+        length = min(max_position - first.position, limit)
+        return first, FileRegion(self.file, first.position, max(length, 0))
+
+    def read_entry_bytes(self, header: EntryHeader) -> bytes:
+        return os.pread(self.file.fileno(), header.size, header.position)
+
+    def read_next_offset(self) -> int:
+        """The offset after the last entry (the segment's contribution to the LEO)."""
+        last = self.offset_index.lookup(0x7FFFFFFFFFFFFFFF)
+        next_offset = self.base_offset
+        for header in self.scan_headers(last.position):
+            next_offset = header.last_offset + 1
+        return next_offset
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0):
+        """(timestamp, offset) of the first record with timestamp >= target, else None."""
+        entry = self.time_index.lookup(timestamp)
+        start = self.offset_index.lookup(max(entry.offset, starting_offset)).position
+        for header in self.scan_headers(start):
+            if header.max_timestamp < timestamp or header.last_offset < starting_offset:
+                continue
+            entry_bytes = self.read_entry_bytes(header)
+            for record in read_entry(entry_bytes).records():
+                if record.timestamp >= timestamp and record.offset >= starting_offset:
+                    return record.timestamp, record.offset
+        return None
+
+    # Recovery and truncation -------------------------------------------------------
+    def recover(self, on_entry: Callable[[object, EntryHeader], None] | None = None) -> int:
+        """Validate every entry, rebuild both indexes, truncate at the first invalid
+        byte. Returns the number of bytes truncated. `on_entry` sees each valid entry
+        (producer state and leader epochs are rebuilt from it)."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far = -1
+        self.offset_of_max_timestamp_so_far = self.base_offset
+        file_size = os.fstat(self.file.fileno()).st_size
+        reader = _ChunkReader(self.file.fileno(), file_size)
+        valid = 0
+        previous_last = self.base_offset - 1
+        while valid < file_size:
+            header = reader.header_at(valid)
+            if header is None:
+                break
+            if header.magic == 2 and (
+                header.base_offset <= previous_last or header.last_offset < header.base_offset
+            ):
+                break  # offsets only grow within a log; anything else is garbage
+            try:
+                entry = read_entry(reader.view(valid, header.size))
+                entry.validate()
+            except CorruptRecordError:
+                break
+            previous_last = header.last_offset
+            self.append_index_only(header)
+            if on_entry is not None:
+                on_entry(entry, header)
+            valid += header.size
+        truncated = file_size - valid
+        if truncated:
+            self.file.truncate(valid)
+        self.size = valid
+        self.time_index.maybe_append(
+            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
+        )
+        self._rolling_based_timestamp = None
+        return truncated
+
+    def append_index_only(self, header: EntryHeader) -> None:
+        """Index an entry that is already in the file (recovery and rebuilds)."""
+        if header.max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = header.max_timestamp
+            self.offset_of_max_timestamp_so_far = header.last_offset
+        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+            self.offset_index.append(header.last_offset, header.position)
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
+            )
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += header.size
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every entry holding offsets >= offset; returns bytes removed."""
+        header = self.translate_offset(offset)
+        if header is None:
+            return 0
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        removed = self.size - header.position
+        self.file.truncate(header.position)
+        self.size = header.position
+        self.bytes_since_last_index_entry = 0
+        self._rolling_based_timestamp = None
+        self._load_largest_timestamp()
+        if self.size == 0:
+            self.created_ms = int(time.time() * 1000)
+        return removed
+
+    def _load_largest_timestamp(self) -> None:
+        last = self.time_index.last_entry
+        self.max_timestamp_so_far = last.timestamp
+        self.offset_of_max_timestamp_so_far = last.offset
+        start = self.offset_index.lookup(last.offset).position
+        for header in self.scan_headers(start):
+            if header.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = header.max_timestamp
+                self.offset_of_max_timestamp_so_far = header.last_offset
+
+    # Lifecycle -----------------------------------------------------------------------
+    @property
+    def last_modified_ms(self) -> int:
+        return int(os.stat(self.log_path).st_mtime * 1000)
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Retention's clock: the max record timestamp, else the file's mtime."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        return self.last_modified_ms
+
+    def on_become_inactive(self) -> None:
+        """At roll: a final time index entry, then trim both indexes to their entries."""
+        self.time_index.maybe_append(
+            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
+        )
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    def flush(self) -> None:
+        os.fsync(self.file.fileno())
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        self.time_index.maybe_append(
+            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
+        )
+        self.offset_index.close()
+        self.time_index.close()
+        self.file.close()
+
+    def delete(self) -> None:
+        self.offset_index.delete()
+        self.time_index.delete()
+        self.file.close()
+        self.log_path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size})"
