@@ -22,6 +22,7 @@ from . import errors
 from .checkpoints import OffsetCheckpointFile, read_properties, write_properties
 from .log import Log, dir_name, parse_dir_name
 from .recovery import load_log
+from .retention import RetentionReport, delete_old_segments
 
 log = logging.getLogger(__name__)
 
@@ -256,3 +257,15 @@ class LogManager:
     def remove_deleted_segments(self) -> None:
         for partition_log in self.all_logs():
             partition_log.remove_deleted_segments()
+
+    # Retention ------------------------------------------------------------------------
+    def run_retention(
+        self, topic: str | None = None, partition: int | None = None
+    ) -> list[RetentionReport]:
+        """Apply the retention rules now to the matching logs (the periodic check, or an
+        operator's request) and report what each removed."""
+        reports = []
+        for (t, p), partition_log in list(self.logs.items()):
+            if (topic is None or t == topic) and (partition is None or p == partition):
+                reports.append(delete_old_segments(partition_log))
+        return reports

@@ -114,3 +114,22 @@ def test_delete_log_and_spread_over_dirs(tmp_path):
     assert manager.get_log("spread", 0) is None
     assert not any(d.name.startswith("spread-0") for base in dirs for d in base.iterdir())
     manager.shutdown()
+
+
+def test_run_retention_on_demand_reports_per_partition(tmp_path):
+    manager = started([tmp_path])
+    config = LogConfig(segment_bytes=200, retention_bytes=0, file_delete_delay_ms=0)
+    for p in range(2):
+        log = manager.get_or_create_log("short", p, config)
+        for _ in range(5):
+            log.append_as_leader(batch(b"v" * 80), leader_epoch=0)
+        log.update_high_watermark(log.log_end_offset)
+    manager.get_or_create_log("other", 0).append_as_leader(batch(b"keep"), leader_epoch=0)
+    reports = manager.run_retention(topic="short")
+    assert [(r.topic, r.partition) for r in reports] == [("short", 0), ("short", 1)]
+    for report in reports:
+        assert report.segments_deleted == 5
+        assert report.log_start_offset == 5
+        assert report.bytes_freed > 0
+    assert manager.get_log("other", 0).log_end_offset == 1
+    manager.shutdown()
