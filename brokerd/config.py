@@ -8,6 +8,7 @@ default. `LogConfig` is the resolved, typed view the log reads.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -766,6 +767,17 @@ class BrokerConfig:
             if definition.read_only:
                 raise ConfigError(f"{name}: cannot be updated dynamically")
             parsed[name] = None if raw is None else definition.parse(raw)
+        return parsed
+
+    def validate_dynamic_lenient(self, updates: Mapping[str, str]) -> dict[str, Any]:
+        """Dynamic values read back from ZooKeeper: bad or unknown ones are skipped, as
+        Kafka skips them, so one bad write cannot keep the broker from starting."""
+        parsed: dict[str, Any] = {}
+        for name, raw in updates.items():
+            try:
+                parsed.update(self.validate_dynamic({name: raw}))
+            except ConfigError as exc:
+                logging.getLogger(__name__).warning("ignoring dynamic broker config: %s", exc)
         return parsed
 
     def set_dynamic(self, values: Mapping[str, Any]) -> None:

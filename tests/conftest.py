@@ -9,3 +9,55 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 @pytest.fixture(scope="session")
 def vectors() -> dict:
     return json.loads((SHARED / "reference" / "vectors.json").read_text())
+
+
+# Real ZooKeeper and brokers (tests/harness.py) -------------------------------------------
+import itertools  # noqa: E402
+import uuid  # noqa: E402
+
+from tests.harness import BrokerProcess, ZooKeeper  # noqa: E402
+
+_chroots = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory):
+    """One ZooKeeper for the whole run; each broker gets its own chroot."""
+    server = ZooKeeper(tmp_path_factory.mktemp("zookeeper")).start()
+    yield server
+    server.stop()
+
+
+def new_broker(zookeeper, tmp_path_factory, **props) -> BrokerProcess:
+    chroot = f"/brokerd-{next(_chroots)}"
+    return BrokerProcess(tmp_path_factory.mktemp("broker"), f"{zookeeper.connect}{chroot}", **props)
+
+
+@pytest.fixture(scope="session")
+def broker(zookeeper, tmp_path_factory):
+    """A broker shared by the session: tests use their own topics (see `topic_name`)."""
+    process = new_broker(zookeeper, tmp_path_factory, num_partitions="3").start()
+    yield process
+    process.kill()
+
+
+@pytest.fixture
+def make_broker(zookeeper, tmp_path_factory):
+    """Brokers a test owns (restarts, signals, configs); killed afterwards."""
+    made = []
+
+    def make(**props) -> BrokerProcess:
+        process = new_broker(zookeeper, tmp_path_factory, **props)
+        made.append(process)
+        return process
+
+    yield make
+    for process in made:
+        process.kill()
+
+
+@pytest.fixture
+def topic_name(request) -> str:
+    return f"t-{request.node.name[:40].strip('_')}-{uuid.uuid4().hex[:8]}".replace(
+        "[", "-"
+    ).replace("]", "")

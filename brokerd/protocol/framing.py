@@ -94,11 +94,7 @@ def decode_request(frame: bytes) -> Request:
         body, body_size = entity_reader(request_type)(frame, header_size)
     except Exception as exc:  # kio raises several types for malformed input
         raise FrameError(f"malformed {api_name(api_key)} v{api_version} request: {exc}") from exc
-    if header_size + body_size != len(frame):
-        raise FrameError(
-            f"{api_name(api_key)} v{api_version} request has "
-            f"{len(frame) - header_size - body_size} trailing bytes"
-        )
+    # Trailing bytes are ignored, as Kafka's parser ignores them (librdkafka sends some).
     return Request(api_key, api_version, correlation_id, header.client_id, body, len(frame))
 
 

@@ -26,7 +26,9 @@ API_VERSIONS_KEY = 18
 
 # api key -> supported versions. Grows as handlers land; never list an unimplemented API.
 SUPPORTED: dict[int, VersionRange] = {
+    3: VersionRange(0, 12),  # Metadata
     18: VersionRange(0, 4),  # ApiVersions
+    60: VersionRange(0, 1),  # DescribeCluster
 }
 
 

@@ -40,9 +40,9 @@ def test_decode_flexible_request_with_header_v2():
     assert request.body.client_software_name == "t"
 
 
-def test_trailing_bytes_are_a_frame_error():
-    with pytest.raises(framing.FrameError):
-        framing.decode_request(api_versions_v3_frame() + b"\x00")
+def test_trailing_bytes_are_ignored_as_kafka_does():
+    request = framing.decode_request(api_versions_v3_frame() + b"\x01\x00\x00")
+    assert request.body.client_software_name == "t"
 
 
 def test_unadvertised_api_is_unsupported():

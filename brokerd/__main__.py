@@ -1,0 +1,99 @@
+"""The brokerd command line: `serve` runs a broker, `dump-log` reads log files."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+
+def _parse_override(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="brokerd", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run a broker")
+    serve.add_argument("--config", required=True, help="server.properties")
+    serve.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        type=_parse_override,
+        metavar="KEY=VALUE",
+        help="override a property of the config file (repeatable)",
+    )
+    serve.add_argument("--log-level", default="INFO")
+    serve.set_defaults(run=_run_serve)
+
+    dump_log = commands.add_parser(
+        "dump-log", help="print .log/.index/.timeindex/.snapshot/checkpoint files", add_help=False
+    )
+    dump_log.set_defaults(run=_run_dump_log, dump_log_parser=dump_log)
+    return parser
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    from brokerd.config import BrokerConfig, ConfigError
+
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = BrokerConfig.from_file(args.config, dict(args.override))
+    except (ConfigError, OSError) as exc:
+        print(f"brokerd: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(config))
+
+
+async def _serve(config) -> int:
+    from brokerd.server.broker import Broker
+
+    broker = Broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await broker.start()
+    except Exception as exc:
+        logging.getLogger("brokerd").error("start-up failed: %s", exc, exc_info=True)
+        await broker.stop()
+        return 1
+    ports = ", ".join(f"{name}={port}" for name, port in broker.bound_ports.items())
+    print(f"brokerd {config.broker_id} serving ({ports})", flush=True)
+    await stop.wait()
+    await broker.stop()
+    return 0
+
+
+def _run_dump_log(args: argparse.Namespace, rest: list[str]) -> int:
+    # Imported here so `serve` works even where the tool is not installed yet.
+    from brokerd.tools import dump_log
+
+    parser = argparse.ArgumentParser(prog="brokerd dump-log")
+    dump_log.add_arguments(parser)
+    return dump_log.run(parser.parse_args(rest))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "dump-log":
+        return _run_dump_log(args, rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

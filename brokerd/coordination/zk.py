@@ -1,0 +1,418 @@
+"""ZooKeeper through kazoo, with Kafka 2.x's znode layout and JSON.
+
+Paths and payloads are those Kafka writes, so Kafka's own tools (and a later Kafka broker)
+read what this broker writes. kazoo is blocking and calls back on its own threads: every
+call runs in a worker thread and every callback is handed to the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.retry import KazooRetry
+
+from brokerd.config import Endpoint
+
+log = logging.getLogger(__name__)
+
+# Persistent paths Kafka creates at start-up.
+PERSISTENT_PATHS = (
+    "/consumers",
+    "/brokers/ids",
+    "/brokers/topics",
+    "/brokers/seqid",
+    "/config/changes",
+    "/config/topics",
+    "/config/clients",
+    "/config/users",
+    "/config/brokers",
+    "/admin/delete_topics",
+    "/isr_change_notification",
+    "/latest_producer_id_block",
+    "/log_dir_event_notification",
+)
+
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CLUSTER_ID = "/cluster/id"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+DELETE_TOPICS = "/admin/delete_topics"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+DEFAULT_BROKER_ENTITY = "<default>"
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{topic_path(topic)}/partitions"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{partitions_path(topic)}/{partition}/state"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"/config/topics/{topic}"
+
+
+def broker_config_path(entity: str) -> str:
+    return f"/config/brokers/{entity}"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
+def new_kafka_uuid() -> str:
+    """Kafka's Uuid.toString(): 16 random bytes, URL-safe base64 without padding (22 chars)."""
+    while True:
+        raw = uuid.uuid4().bytes
+        text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        if not text.startswith("-"):  # Kafka rerolls ids that look like CLI flags
+            return text
+
+
+def kafka_uuid_to_uuid(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+def uuid_to_kafka(value: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+# JSON payloads ------------------------------------------------------------------------------
+
+
+def encode(data: Mapping[str, Any]) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode("utf-8")
+
+
+def decode(raw: bytes | None) -> Any:
+    if not raw:
+        return None
+    return json.loads(raw.decode("utf-8"))
+
+
+def broker_registration(
+    endpoints: Sequence[Endpoint], rack: str | None, timestamp_ms: int | None = None
+) -> dict[str, Any]:
+    """/brokers/ids/<id>, version 5 (Kafka 2.8+): endpoints, protocol map, features."""
+    plaintext = next((e for e in endpoints if e.security_protocol == "PLAINTEXT"), None)
+    data: dict[str, Any] = {
+        "features": {},
+        "listener_security_protocol_map": {e.listener_name: e.security_protocol for e in endpoints},
+        "endpoints": [e.uri for e in endpoints],
+        "jmx_port": -1,
+        "host": plaintext.host if plaintext else None,
+        "port": plaintext.port if plaintext else -1,
+        "timestamp": str(timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)),
+        "version": 5,
+    }
+    if rack is not None:
+        data["rack"] = rack
+    return data
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    broker_id: int
+    endpoints: tuple[Endpoint, ...]
+    rack: str | None
+
+    def endpoint(self, listener_name: str) -> Endpoint | None:
+        return next((e for e in self.endpoints if e.listener_name == listener_name), None)
+
+    @classmethod
+    def from_json(cls, broker_id: int, data: Mapping[str, Any]) -> BrokerInfo:
+        protocols = data.get("listener_security_protocol_map") or {}
+        endpoints = []
+        for uri in data.get("endpoints") or []:
+            name, _, address = uri.partition("://")
+            host, _, port = address.rpartition(":")
+            endpoints.append(Endpoint(name, protocols.get(name, name), host.strip("[]"), int(port)))
+        if not endpoints and data.get("host"):
+            endpoints.append(Endpoint("PLAINTEXT", "PLAINTEXT", data["host"], int(data["port"])))
+        return cls(broker_id, tuple(endpoints), data.get("rack"))
+
+
+def topic_assignment(topic_id: str, assignment: Mapping[int, Sequence[int]]) -> dict[str, Any]:
+    """/brokers/topics/<t> as Kafka 2.8+ writes it (version 3 carries the topic id)."""
+    return {
+        "version": 3,
+        "topic_id": topic_id,
+        "partitions": {str(p): list(replicas) for p, replicas in sorted(assignment.items())},
+        "adding_replicas": {},
+        "removing_replicas": {},
+    }
+
+
+@dataclass
+class PartitionState:
+    """/brokers/topics/<t>/partitions/<p>/state, with the znode version for fencing."""
+
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    controller_epoch: int
+    zk_version: int = -1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "controller_epoch": self.controller_epoch,
+            "leader": self.leader,
+            "version": 1,
+            "leader_epoch": self.leader_epoch,
+            "isr": list(self.isr),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], zk_version: int) -> PartitionState:
+        return cls(
+            leader=int(data["leader"]),
+            leader_epoch=int(data["leader_epoch"]),
+            isr=[int(b) for b in data["isr"]],
+            controller_epoch=int(data["controller_epoch"]),
+            zk_version=zk_version,
+        )
+
+
+def entity_config(config: Mapping[str, str]) -> dict[str, Any]:
+    """/config/topics/<t> and /config/brokers/<id>: {"version":1,"config":{...}}."""
+    return {"version": 1, "config": dict(config)}
+
+
+def config_change_notification(entity_path: str) -> dict[str, Any]:
+    """/config/changes/config_change_<seq>: tells other brokers to reread an entity's config."""
+    return {"version": 2, "entity_path": entity_path}
+
+
+# The client ---------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionCallbacks:
+    on_lost: list[Callable[[], Any]] = field(default_factory=list)
+    on_connected: list[Callable[[], Any]] = field(default_factory=list)
+
+
+class ZkClient:
+    """An asyncio face on a kazoo client, chroot created if absent (as Kafka does)."""
+
+    def __init__(self, hosts: str, chroot: str | None, session_timeout_ms: int, connect_ms: int):
+        self.hosts = hosts
+        self.chroot = chroot
+        self.session_timeout_ms = session_timeout_ms
+        self.connect_ms = connect_ms
+        self.callbacks = SessionCallbacks()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session_lost = False
+        self._kazoo = KazooClient(
+            hosts=hosts,
+            timeout=session_timeout_ms / 1000,
+            connection_retry=KazooRetry(max_tries=-1, max_delay=2),
+            command_retry=KazooRetry(max_tries=3, max_delay=1),
+        )
+        self._kazoo.add_listener(self._on_state)
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self._kazoo.start, self.connect_ms / 1000)
+        if self.chroot:
+            await asyncio.to_thread(self._kazoo.ensure_path, self.chroot)
+            self._kazoo.chroot = self.chroot
+        for path in PERSISTENT_PATHS:
+            await asyncio.to_thread(self._kazoo.ensure_path, path)
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self._kazoo.stop)
+        await asyncio.to_thread(self._kazoo.close)
+
+    @property
+    def connected(self) -> bool:
+        return self._kazoo.connected
+
+    @property
+    def session_id(self) -> int | None:
+        session = self._kazoo.client_id
+        return session[0] if session else None
+
+    def _on_state(self, state: str) -> None:
+        # Runs on kazoo's thread and must not block; hand the event to the loop.
+        if self._loop is None or self._loop.is_closed():
+            return
+        if state == KazooState.LOST:
+            self._session_lost = True
+            callbacks = self.callbacks.on_lost
+        elif state == KazooState.CONNECTED:
+            callbacks = self.callbacks.on_connected
+        else:
+            return
+        for callback in callbacks:
+            self._loop.call_soon_threadsafe(callback)
+
+    def _to_loop(self, callback: Callable[..., Any]) -> Callable[..., Any]:
+        loop = self._loop
+
+        def relay(*args: Any) -> None:
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(callback, *args)
+
+        return relay
+
+    # Reads ------------------------------------------------------------------------------
+    async def get(self, path: str, watch: Callable | None = None) -> tuple[bytes, int] | None:
+        try:
+            data, stat = await asyncio.to_thread(
+                self._kazoo.get, path, self._to_loop(watch) if watch else None
+            )
+        except NoNodeError:
+            return None
+        return data, stat.version
+
+    async def get_json(self, path: str, watch: Callable | None = None) -> tuple[Any, int] | None:
+        found = await self.get(path, watch)
+        if found is None:
+            return None
+        return decode(found[0]), found[1]
+
+    async def children(self, path: str, watch: Callable | None = None) -> list[str]:
+        try:
+            return await asyncio.to_thread(
+                self._kazoo.get_children, path, self._to_loop(watch) if watch else None
+            )
+        except NoNodeError:
+            return []
+
+    async def ephemeral_owner(self, path: str) -> int | None:
+        stat = await asyncio.to_thread(self._kazoo.exists, path)
+        return stat.ephemeralOwner if stat is not None else None
+
+    async def exists(self, path: str) -> bool:
+        return await asyncio.to_thread(self._kazoo.exists, path) is not None
+
+    # Writes -----------------------------------------------------------------------------
+    async def create_json(
+        self,
+        path: str,
+        data: Mapping[str, Any],
+        *,
+        ephemeral: bool = False,
+        sequence: bool = False,
+    ) -> str:
+        """Create (parents too); NodeExistsError propagates."""
+        return await asyncio.to_thread(
+            self._kazoo.create,
+            path,
+            encode(data),
+            ephemeral=ephemeral,
+            sequence=sequence,
+            makepath=True,
+        )
+
+    async def create_raw(self, path: str, data: bytes) -> None:
+        await asyncio.to_thread(self._kazoo.create, path, data, makepath=True)
+
+    async def set_raw(self, path: str, data: bytes, version: int = -1) -> int:
+        stat = await asyncio.to_thread(self._kazoo.set, path, data, version)
+        return stat.version
+
+    async def set_json(self, path: str, data: Mapping[str, Any], version: int = -1) -> int:
+        """Conditional when `version` >= 0 (BadVersionError on a stale write); new version."""
+        stat = await asyncio.to_thread(self._kazoo.set, path, encode(data), version)
+        return stat.version
+
+    async def upsert_json(self, path: str, data: Mapping[str, Any]) -> None:
+        try:
+            await self.set_json(path, data)
+        except NoNodeError:
+            try:
+                await self.create_json(path, data)
+            except NodeExistsError:
+                await self.set_json(path, data)
+
+    async def delete(self, path: str, recursive: bool = False) -> None:
+        try:
+            await asyncio.to_thread(self._kazoo.delete, path, -1, recursive)
+        except NoNodeError:
+            pass
+
+    async def transaction(self, operations: Sequence[tuple[str, str, bytes | None]]) -> None:
+        """Atomic multi-op: ("create"|"delete", path, data). Raises on any failure."""
+
+        def commit() -> list:
+            txn = self._kazoo.transaction()
+            for kind, path, data in operations:
+                if kind == "create":
+                    txn.create(path, data or b"")
+                elif kind == "delete":
+                    txn.delete(path)
+                else:
+                    raise ValueError(kind)
+            return txn.commit()
+
+        results = await asyncio.to_thread(commit)
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+
+
+# Cluster-level znodes --------------------------------------------------------------------
+
+
+async def get_or_create_cluster_id(zk: ZkClient) -> str:
+    """/cluster/id: {"version":"1","id":...}; the first broker creates it."""
+    found = await zk.get_json(CLUSTER_ID)
+    if found is None:
+        try:
+            await zk.create_json(CLUSTER_ID, {"version": "1", "id": new_kafka_uuid()})
+        except NodeExistsError:
+            pass  # another broker won the race
+        found = await zk.get_json(CLUSTER_ID)
+    return found[0]["id"]
+
+
+async def register_broker(
+    zk: ZkClient,
+    broker_id: int,
+    registration: Mapping[str, Any],
+    wait_ms: int,
+) -> None:
+    """Create the ephemeral /brokers/ids/<id>.
+
+    A node left by this broker's previous session vanishes when that session expires, so
+    wait up to `wait_ms` for it; a node of a live session means a duplicate broker.id.
+    """
+    path = broker_path(broker_id)
+    deadline = time.monotonic() + wait_ms / 1000
+    while True:
+        try:
+            await zk.create_json(path, registration, ephemeral=True)
+            return
+        except NodeExistsError:
+            owner = await zk.ephemeral_owner(path)
+            if owner is not None and owner == zk.session_id:
+                await zk.set_json(path, registration)
+                return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"broker.id {broker_id} is already registered in ZooKeeper at {path}"
+                ) from None
+            await asyncio.sleep(0.5)

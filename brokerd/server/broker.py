@@ -1,0 +1,153 @@
+"""The broker: ZooKeeper session, metadata, storage, controller role and listeners, wired.
+
+Start-up follows Kafka's order: ZooKeeper and the cluster id, the log manager (recovery),
+the listeners (so the registration can publish bound ports), the registration in
+/brokers/ids, the controller election, then leadership of the partitions whose state names
+this broker. Shutdown reverses it and ends with the log manager's clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+
+from brokerd.config import BrokerConfig
+from brokerd.coordination import zk
+from brokerd.coordination.controller import Controller
+from brokerd.coordination.metadata import MetadataCache
+
+from .dispatcher import Dispatcher
+from .listener import Listener
+from .replica_manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.broker_id = config.broker_id
+        self.zk = zk.ZkClient(
+            config.zookeeper_hosts,
+            config.zookeeper_chroot,
+            config.get("zookeeper.session.timeout.ms"),
+            config.zookeeper_connection_timeout_ms,
+        )
+        self.metadata = MetadataCache(self.zk)
+        self.controller = Controller(self.zk, self.broker_id, self.metadata)
+        self.replicas = ReplicaManager(self)
+        self.listeners = [Listener(self, endpoint) for endpoint in config.listeners]
+        self.dispatcher = Dispatcher(self)
+        self.admin_lock = asyncio.Lock()  # topic creation, deletion, partition changes
+        self._background: set[asyncio.Task] = set()
+        self._stopping = False
+        self.started = asyncio.Event()
+
+    # Endpoints ------------------------------------------------------------------------
+    @property
+    def advertised_endpoints(self) -> list:
+        """advertised.listeners, with port 0 replaced by the port actually bound."""
+        bound = {ls.endpoint.listener_name: ls.bound_port for ls in self.listeners if ls.server}
+        out = []
+        for endpoint in self.config.advertised_listeners:
+            port = endpoint.port or bound.get(endpoint.listener_name, 0)
+            host = endpoint.host or "localhost"
+            out.append(dataclasses.replace(endpoint, host=host, port=port))
+        return out
+
+    @property
+    def bound_ports(self) -> dict[str, int]:
+        return {ls.endpoint.listener_name: ls.bound_port for ls in self.listeners if ls.server}
+
+    # Lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.zk.start()
+        await self.metadata.load()
+        await self._load_dynamic_broker_config()
+        await self.replicas.start()
+        for listener in self.listeners:
+            await listener.start()
+        await self._register()
+        self.zk.callbacks.on_connected.append(self._on_zk_connected)
+        self.metadata.listeners.append(self._on_topics_changed)
+        await self.controller.elect()
+        self.controller.on_topic_deleted.append(self.replicas.delete_partitions)
+        await self.replicas.sync_leadership()
+        self.started.set()
+        log.info("broker %d started, cluster id %s", self.broker_id, self.metadata.cluster_id)
+
+    async def stop(self) -> None:
+        """Stop accepting, answer in-flight requests, close the session, shut storage down."""
+        if self._stopping:
+            return
+        self._stopping = True
+        for listener in self.listeners:
+            listener.stop_accepting()
+        self.replicas.wake_all_waiters()
+        for listener in self.listeners:
+            await listener.drain()
+        for task in list(self._background):
+            task.cancel()
+        try:
+            await self.zk.stop()
+        except Exception:  # ZooKeeper may be gone; the session then expires by itself
+            log.warning("closing the ZooKeeper session failed", exc_info=True)
+        await self.replicas.shutdown()
+        log.info("broker %d stopped", self.broker_id)
+
+    async def _register(self) -> None:
+        registration = zk.broker_registration(
+            self.advertised_endpoints, self.config.get("broker.rack")
+        )
+        await zk.register_broker(
+            self.zk,
+            self.broker_id,
+            registration,
+            wait_ms=self.config.get("zookeeper.session.timeout.ms") + 2000,
+        )
+        await self.metadata.refresh_brokers()
+
+    async def _load_dynamic_broker_config(self) -> None:
+        values: dict = {}
+        for entity in (zk.DEFAULT_BROKER_ENTITY, str(self.broker_id)):
+            found = await self.zk.get_json(zk.broker_config_path(entity))
+            if found is not None:
+                raw = found[0].get("config") or {}
+                values.update(self.config.validate_dynamic_lenient(raw))
+        self.config.set_dynamic(values)
+
+    # ZooKeeper session and watches ----------------------------------------------------
+    def _on_zk_connected(self) -> None:
+        if not self._stopping:
+            self.spawn(self._after_reconnect())
+
+    async def _after_reconnect(self) -> None:
+        """A new session lost the ephemerals: register again, re-run the election."""
+        if await self.zk.exists(zk.broker_path(self.broker_id)):
+            return  # the same session came back: nothing was lost
+        log.warning("ZooKeeper session was re-established; registering broker again")
+        await self._register()
+        await self.controller.elect()
+        await self.replicas.sync_leadership()
+
+    def _on_topics_changed(self) -> None:
+        if not self._stopping:
+            self.spawn(self._topics_changed())
+
+    async def _topics_changed(self) -> None:
+        if self.controller.is_active:
+            await self.controller.elect_missing_leaders()
+            await self.controller.process_pending_deletions()
+        await self.replicas.sync_leadership()
+
+    def spawn(self, coroutine) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+        return task
+
+    def _background_done(self, task: asyncio.Task) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task failed", exc_info=task.exception())

@@ -1,0 +1,40 @@
+"""API key -> handler. The table must match what ApiVersions advertises, in both directions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from brokerd.protocol.framing import Request
+from brokerd.protocol.versions import SUPPORTED, api_name
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["Broker", Request], Awaitable[Any]]
+
+
+def all_handlers() -> dict[int, Handler]:
+    from .handlers import HANDLERS
+
+    return dict(HANDLERS)
+
+
+class Dispatcher:
+    def __init__(self, broker: Broker, handlers: Mapping[int, Handler] | None = None):
+        self.broker = broker
+        self.handlers = dict(handlers if handlers is not None else all_handlers())
+        unhandled = set(SUPPORTED) - set(self.handlers)
+        if unhandled:
+            names = ", ".join(api_name(k) for k in sorted(unhandled))
+            raise RuntimeError(f"advertised without a handler: {names}")
+        unadvertised = set(self.handlers) - set(SUPPORTED)
+        if unadvertised:
+            names = ", ".join(api_name(k) for k in sorted(unadvertised))
+            raise RuntimeError(f"handler without an advertised version range: {names}")
+
+    async def dispatch(self, request: Request) -> Any:
+        return await self.handlers[request.api_key](self.broker, request)

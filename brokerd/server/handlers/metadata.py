@@ -1,0 +1,183 @@
+"""Metadata (3) and DescribeCluster (60): brokers, controller, topics and their partitions."""
+
+from __future__ import annotations
+
+import logging
+
+from brokerd.coordination.zk import kafka_uuid_to_uuid, uuid_to_kafka
+from brokerd.protocol.errors import ErrorCode, KafkaError
+from brokerd.protocol.framing import Request
+from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+
+from ..topic_admin import INTERNAL_TOPICS, create_topic, validate_topic_name
+
+log = logging.getLogger(__name__)
+
+ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+def _broker_entries(broker, cls, listener_name: str, id_field: str) -> tuple:
+    out = []
+    for broker_id, info in sorted(broker.metadata.brokers.items()):
+        endpoint = info.endpoint(listener_name)
+        if endpoint is None:
+            continue  # Kafka lists only brokers reachable on the listener asked through
+        out.append(
+            build(
+                cls,
+                **{id_field: broker_id},
+                host=endpoint.host,
+                port=endpoint.port,
+                rack=info.rack,
+            )
+        )
+    return tuple(out)
+
+
+def _listener_name(broker) -> str:
+    # One listener per connection would be exact; with PLAINTEXT only, the first suffices.
+    return broker.config.listeners[0].listener_name
+
+
+def _topic_entry(module, broker, info, error=ErrorCode.none):
+    partitions = []
+    live = set(broker.metadata.brokers)
+    for partition, replicas in sorted(info.assignment.items()):
+        state = info.states.get(partition)
+        if state is None:
+            partitions.append(
+                build(
+                    module.MetadataResponsePartition,
+                    error_code=ErrorCode.leader_not_available,
+                    partition_index=partition,
+                    leader_id=-1,
+                    leader_epoch=-1,
+                    replica_nodes=tuple(replicas),
+                    isr_nodes=(),
+                    offline_replicas=(),
+                )
+            )
+            continue
+        leader_alive = state.leader in live
+        partitions.append(
+            build(
+                module.MetadataResponsePartition,
+                error_code=ErrorCode.none if leader_alive else ErrorCode.leader_not_available,
+                partition_index=partition,
+                leader_id=state.leader if leader_alive else -1,
+                leader_epoch=state.leader_epoch,
+                replica_nodes=tuple(replicas),
+                isr_nodes=tuple(state.isr),
+                offline_replicas=tuple(r for r in replicas if r not in live),
+            )
+        )
+    return build(
+        module.MetadataResponseTopic,
+        error_code=error,
+        name=info.name,
+        topic_id=kafka_uuid_to_uuid(info.topic_id),
+        is_internal=info.name in INTERNAL_TOPICS,
+        partitions=tuple(partitions),
+    )
+
+
+def _error_topic(module, name, error, topic_id=None):
+    return build(
+        module.MetadataResponseTopic,
+        error_code=error,
+        name=name,
+        topic_id=topic_id or kafka_uuid_to_uuid(ZERO_UUID_TEXT),
+        is_internal=False,
+        partitions=(),
+    )
+
+
+async def handle_metadata(broker, request: Request):
+    body = request.body
+    module = response_module(request.api_key, request.api_version)
+    # v0: an empty list means all topics; v1+: null means all, empty means none.
+    all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
+    allow_auto_create = getattr(body, "allow_auto_topic_creation", True) and broker.config.get(
+        "auto.create.topics.enable"
+    )
+    topics = []
+    if all_topics:
+        for info in sorted(broker.metadata.topics.values(), key=lambda t: t.name):
+            topics.append(_topic_entry(module, broker, info))
+    else:
+        for requested in body.topics:
+            topics.append(await _requested_topic(broker, module, requested, allow_auto_create))
+    return build(
+        module.MetadataResponse,
+        throttle_time=NO_THROTTLE,
+        brokers=_broker_entries(
+            broker, module.MetadataResponseBroker, _listener_name(broker), "node_id"
+        ),
+        cluster_id=broker.metadata.cluster_id,
+        controller_id=broker.metadata.controller_id,
+        topics=tuple(topics),
+    )
+
+
+async def _requested_topic(broker, module, requested, allow_auto_create):
+    name = requested.name
+    topic_id = getattr(requested, "topic_id", None)
+    if name is None and topic_id is not None:
+        info = broker.metadata.topic_by_id(uuid_to_kafka(topic_id))
+        if info is None:
+            return _error_topic(module, None, ErrorCode.unknown_topic_id, topic_id)
+        return _topic_entry(module, broker, info)
+    info = broker.metadata.topic(name)
+    if info is not None:
+        return _topic_entry(module, broker, info)
+    try:
+        validate_topic_name(name)
+    except KafkaError:
+        return _error_topic(module, name, ErrorCode.invalid_topic_exception)
+    if not allow_auto_create:
+        return _error_topic(module, name, ErrorCode.unknown_topic_or_partition)
+    try:
+        _, _, info = await create_topic(
+            broker,
+            name,
+            broker.config.get("num.partitions"),
+            broker.config.get("default.replication.factor"),
+        )
+    except KafkaError as exc:
+        if exc.error_code == ErrorCode.topic_already_exists:
+            info = broker.metadata.topic(name)
+            if info is not None:
+                return _topic_entry(module, broker, info)
+        return _error_topic(module, name, ErrorCode.leader_not_available)
+    return _topic_entry(module, broker, info)
+
+
+async def handle_describe_cluster(broker, request: Request):
+    module = response_module(request.api_key, request.api_version)
+    endpoint_type = getattr(request.body, "endpoint_type", 1)
+    if endpoint_type != 1:  # 2 = controllers: KRaft only
+        return build(
+            module.DescribeClusterResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.unsupported_endpoint_type,
+            error_message="The endpoint type requested is not supported",
+            endpoint_type=endpoint_type,
+            cluster_id=broker.metadata.cluster_id,
+            controller_id=-1,
+            brokers=(),
+        )
+    return build(
+        module.DescribeClusterResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id=broker.metadata.cluster_id,
+        controller_id=broker.metadata.controller_id,
+        brokers=_broker_entries(
+            broker, module.DescribeClusterBroker, _listener_name(broker), "broker_id"
+        ),
+    )
+
+
+HANDLERS = {3: handle_metadata, 60: handle_describe_cluster}

@@ -1,0 +1,122 @@
+"""Topic creation shared by CreateTopics and Metadata auto-creation: names, sizes, configs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from brokerd.config import ConfigError, validate_topic_overrides
+from brokerd.coordination.metadata import TopicInfo
+from brokerd.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def validate_topic_name(name: str | None) -> None:
+    """Kafka's Topic.validate: legal characters, length, not '.' or '..'."""
+    if not name:
+        raise KafkaError(
+            ErrorCode.invalid_topic_exception, "Topic name is illegal, it can't be empty"
+        )
+    if name in (".", ".."):
+        raise KafkaError(ErrorCode.invalid_topic_exception, 'Topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise KafkaError(
+            ErrorCode.invalid_topic_exception,
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters",
+        )
+    if not _LEGAL_TOPIC_NAME.fullmatch(name):
+        raise KafkaError(
+            ErrorCode.invalid_topic_exception,
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'",
+        )
+
+
+def validate_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """Topic overrides as strings, checked through brokerd.config (INVALID_CONFIG)."""
+    cleaned = {name: value for name, value in configs.items() if value is not None}
+    try:
+        validate_topic_overrides(cleaned)
+    except ConfigError as exc:
+        raise KafkaError(ErrorCode.invalid_config, str(exc)) from exc
+    return cleaned
+
+
+def plan_assignment(
+    broker: Broker,
+    num_partitions: int,
+    replication_factor: int,
+    explicit: Mapping[int, Sequence[int]] | None = None,
+    first_partition: int = 0,
+) -> dict[int, list[int]]:
+    """The replica assignment for new partitions: explicit (checked) or round-robin."""
+    if explicit:
+        live = set(broker.metadata.brokers)
+        assignment = {}
+        sizes = set()
+        for index, (partition, replicas) in enumerate(sorted(explicit.items())):
+            if partition != first_partition + index:
+                raise KafkaError(
+                    ErrorCode.invalid_replica_assignment,
+                    "Partitions should be a consecutive 0-based integer sequence",
+                )
+            if len(set(replicas)) != len(replicas) or not replicas:
+                raise KafkaError(
+                    ErrorCode.invalid_replica_assignment,
+                    f"Duplicate or empty replica list for partition {partition}",
+                )
+            unknown = [r for r in replicas if r not in live]
+            if unknown:
+                raise KafkaError(
+                    ErrorCode.invalid_replica_assignment, f"Unknown broker(s) {unknown}"
+                )
+            sizes.add(len(replicas))
+            assignment[partition] = list(replicas)
+        if len(sizes) > 1:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                "All partitions should have the same number of replicas",
+            )
+        return assignment
+    if num_partitions < 1:
+        raise KafkaError(
+            ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
+        )
+    if replication_factor < 1:
+        raise KafkaError(
+            ErrorCode.invalid_replication_factor, "Replication factor must be larger than 0."
+        )
+    return broker.controller.assign_replicas(num_partitions, replication_factor, first_partition)
+
+
+async def create_topic(
+    broker: Broker,
+    name: str,
+    num_partitions: int,
+    replication_factor: int,
+    configs: Mapping[str, str | None] | None = None,
+    explicit_assignment: Mapping[int, Sequence[int]] | None = None,
+    validate_only: bool = False,
+) -> tuple[dict[int, list[int]], dict[str, str], TopicInfo | None]:
+    validate_topic_name(name)
+    # One creation at a time: pipelined Metadata requests for one new topic must not see it
+    # half-made (assignment written, partition states not yet).
+    async with broker.admin_lock:
+        if broker.metadata.topic(name) is not None:
+            raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        overrides = validate_configs(configs or {})
+        assignment = plan_assignment(
+            broker, num_partitions, replication_factor, explicit_assignment
+        )
+        if validate_only:
+            return assignment, overrides, None
+        info = await broker.controller.create_topic(name, assignment, overrides)
+        await broker.replicas.sync_leadership()
+        return assignment, overrides, info

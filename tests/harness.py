@@ -1,0 +1,162 @@
+"""Real processes for integration tests: a ZooKeeper from Debian's package and brokers.
+
+Everything binds loopback on free ports, lives in a temporary directory and is killed
+afterwards; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+JAVA_DIR = Path("/usr/share/java")
+ZOOKEEPER_JARS = (
+    "zookeeper.jar",
+    "zookeeper-jute.jar",
+    "slf4j-api.jar",
+    "slf4j-simple.jar",
+    "netty-all.jar",
+    "metrics-core.jar",
+    "commons-cli.jar",
+    "snappy-java.jar",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float, process: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout}s")
+
+
+class ZooKeeper:
+    def __init__(self, base_dir: Path):
+        self.dir = Path(base_dir)
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> ZooKeeper:
+        data = self.dir / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        config = self.dir / "zoo.cfg"
+        config.write_text(
+            f"tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={data}\n"
+            f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\nmaxSessionTimeout=60000\nminSessionTimeout=1000\n"
+        )
+        classpath = ":".join(str(JAVA_DIR / jar) for jar in ZOOKEEPER_JARS)
+        self.log = open(self.dir / "zookeeper.log", "wb")  # noqa: SIM115 - lives with the process
+        self.process = subprocess.Popen(
+            [
+                "java",
+                "-Xmx256m",
+                "-cp",
+                classpath,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                str(config),
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_for_port(self.port, 30, self.process)
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self.log.close()
+
+
+class BrokerProcess:
+    """`python -m brokerd serve` with its own log dir, on a free port."""
+
+    def __init__(self, base_dir: Path, zk_connect: str, broker_id: int = 1, **props: str):
+        self.dir = Path(base_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.broker_id = broker_id
+        self.props = {
+            "broker.id": str(broker_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.dir / "logs"),
+            "zookeeper.connect": zk_connect,
+            "zookeeper.session.timeout.ms": "6000",
+            **{key.replace("_", "."): value for key, value in props.items()},
+        }
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def output(self) -> str:
+        return (self.dir / "broker.log").read_text(errors="replace")
+
+    def start(self, timeout: float = 30, overrides: dict[str, str] | None = None) -> BrokerProcess:
+        config = self.dir / "server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+        command = [sys.executable, "-m", "brokerd", "serve", "--config", str(config)]
+        for key, value in (overrides or {}).items():
+            command += ["--override", f"{key}={value}"]
+        self.log = open(self.dir / "broker.log", "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        while "serving" not in self.output:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.process.returncode}:\n{self.output}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"broker did not start:\n{self.output}")
+            time.sleep(0.05)
+        return self
+
+    def terminate(self, timeout: float = 30) -> int:
+        """SIGTERM and wait: the graceful path."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self.log.close()
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+        if hasattr(self, "log"):
+            self.log.close()
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+def java_available() -> bool:
+    return shutil.which("java") is not None and (JAVA_DIR / "zookeeper.jar").exists()
