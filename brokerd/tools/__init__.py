@@ -1,0 +1,1 @@
+"""Operator tools (kafka-dump-log.sh counterpart, ...); each works as `python -m`."""
