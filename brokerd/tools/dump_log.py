@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import mmap
+import os
 import struct
 import sys
 from collections.abc import Iterator
@@ -119,9 +120,17 @@ def run(
     if not files:
         dumper.error("no files given (pass FILE... or --files a,b,c)")
         return 2
-    for name in files:
-        dumper.dump(name)
-    dumper.print_deferred_reports()
+    try:
+        for name in files:
+            dumper.dump(name)
+        dumper.print_deferred_reports()
+    except BrokenPipeError:
+        # `... | head` closed the pipe: stop quietly, and keep the interpreter's final flush
+        # of stdout from failing again.
+        if stdout is None:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return 1 if dumper.failed else 0
 
 
@@ -131,12 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Parse log, index, snapshot and checkpoint files and print their contents.",
     )
     add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except BrokenPipeError:  # `... | head` closed the pipe: not an error
-        sys.stderr.close()
-        return 0
+    return run(parser.parse_args(argv))
 
 
 @contextmanager
@@ -272,6 +276,8 @@ class LogDumper:
                 self.err.write(f"Ignoring unknown file {name}\n")
         except CorruptCheckpointError as exc:
             self.error(str(exc))
+        except BrokenPipeError:
+            raise
         except OSError as exc:
             self.error(f"{name}: {exc.strerror or exc}")
 
@@ -503,22 +509,27 @@ class LogDumper:
             offset_index = None
             if index_path.exists() and log_path.exists():
                 offset_index = OffsetIndex(index_path, time_index.base_offset, writable=False)
-            key = str(path.absolute())
-            previous_timestamp = -1
-            with _mapped(log_path) if log_path.exists() else _no_log() as buf:
-                for n in range(time_index.entries):
-                    entry = time_index.entry_at(n)
-                    if n > 0 and entry.offset == time_index.base_offset:
-                        break
-                    if buf is not None:
-                        self._check_time_entry(buf, offset_index, entry, previous_timestamp, key)
-                    if not self.args.verify_index_only:
-                        self.line(f"timestamp: {entry.timestamp} offset: {entry.offset}")
-                    previous_timestamp = entry.timestamp
-            if offset_index is not None:
-                offset_index.close()
+            try:
+                self._dump_time_entries(time_index, offset_index, log_path, str(path.absolute()))
+            finally:
+                if offset_index is not None:
+                    offset_index.close()
         finally:
             time_index.close()
+
+    def _dump_time_entries(self, time_index, offset_index, log_path: Path, key: str) -> None:
+        previous_timestamp = -1
+        with _mapped(log_path) if log_path.exists() else _no_log() as buf:
+            for n in range(time_index.entries):
+                entry = time_index.entry_at(n)
+                # A preallocated index ends in zeros, which read as the base offset.
+                if n > 0 and entry.offset == time_index.base_offset:
+                    break
+                if buf is not None:
+                    self._check_time_entry(buf, offset_index, entry, previous_timestamp, key)
+                if not self.args.verify_index_only:
+                    self.line(f"timestamp: {entry.timestamp} offset: {entry.offset}")
+                previous_timestamp = entry.timestamp
 
     def _check_time_entry(
         self, buf, offset_index, entry, previous_timestamp: int, key: str
