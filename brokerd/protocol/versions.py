@@ -26,8 +26,14 @@ API_VERSIONS_KEY = 18
 
 # api key -> supported versions. Grows as handlers land; never list an unimplemented API.
 SUPPORTED: dict[int, VersionRange] = {
+    0: VersionRange(3, 9),  # Produce
+    1: VersionRange(4, 12),  # Fetch (v13+ addresses topics by id)
+    2: VersionRange(1, 7),  # ListOffsets
     3: VersionRange(0, 12),  # Metadata
     18: VersionRange(0, 4),  # ApiVersions
+    21: VersionRange(0, 2),  # DeleteRecords
+    22: VersionRange(0, 4),  # InitProducerId
+    35: VersionRange(1, 4),  # DescribeLogDirs
     60: VersionRange(0, 1),  # DescribeCluster
 }
 

@@ -16,8 +16,10 @@ from brokerd.config import BrokerConfig
 from brokerd.coordination import zk
 from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache
+from brokerd.coordination.producer_ids import ProducerIdManager
 
 from .dispatcher import Dispatcher
+from .fetch_session import FetchSessionCache
 from .listener import Listener
 from .replica_manager import ReplicaManager
 
@@ -37,6 +39,10 @@ class Broker:
         self.metadata = MetadataCache(self.zk)
         self.controller = Controller(self.zk, self.broker_id, self.metadata)
         self.replicas = ReplicaManager(self)
+        self.fetch_sessions = FetchSessionCache(
+            config.get("max.incremental.fetch.session.cache.slots")
+        )
+        self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
         self.listeners = [Listener(self, endpoint) for endpoint in config.listeners]
         self.dispatcher = Dispatcher(self)
         self.admin_lock = asyncio.Lock()  # topic creation, deletion, partition changes

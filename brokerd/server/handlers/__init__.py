@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from . import api_versions, metadata
+from . import api_versions, fetch, log_dirs, metadata, offsets, produce, producer_ids
 
 HANDLERS = {
     **api_versions.HANDLERS,
+    **fetch.HANDLERS,
+    **log_dirs.HANDLERS,
     **metadata.HANDLERS,
+    **offsets.HANDLERS,
+    **produce.HANDLERS,
+    **producer_ids.HANDLERS,
 }

@@ -1,0 +1,34 @@
+"""InitProducerId (22): producer ids for idempotent producers, from ZooKeeper blocks.
+
+Transactions are not implemented yet, so a transactional id is refused (the client's
+transactional producer fails to initialise with a clear error instead of hanging).
+"""
+
+from __future__ import annotations
+
+from brokerd.protocol.errors import ErrorCode
+from brokerd.protocol.framing import Request
+from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+
+
+async def handle_init_producer_id(broker, request: Request):
+    module = response_module(request.api_key, request.api_version)
+    if request.body.transactional_id is not None:
+        return build(
+            module.InitProducerIdResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.transactional_id_authorization_failed,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    producer_id = await broker.producer_ids.next_id()
+    return build(
+        module.InitProducerIdResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        producer_id=producer_id,
+        producer_epoch=0,
+    )
+
+
+HANDLERS = {22: handle_init_producer_id}
