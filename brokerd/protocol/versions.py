@@ -31,9 +31,15 @@ SUPPORTED: dict[int, VersionRange] = {
     2: VersionRange(1, 7),  # ListOffsets
     3: VersionRange(0, 12),  # Metadata
     18: VersionRange(0, 4),  # ApiVersions
+    19: VersionRange(2, 7),  # CreateTopics
+    20: VersionRange(1, 6),  # DeleteTopics
     21: VersionRange(0, 2),  # DeleteRecords
     22: VersionRange(0, 4),  # InitProducerId
+    32: VersionRange(1, 4),  # DescribeConfigs
+    33: VersionRange(0, 2),  # AlterConfigs
     35: VersionRange(1, 4),  # DescribeLogDirs
+    37: VersionRange(0, 3),  # CreatePartitions
+    44: VersionRange(0, 1),  # IncrementalAlterConfigs
     60: VersionRange(0, 1),  # DescribeCluster
 }
 

@@ -70,7 +70,7 @@ class Broker:
     async def start(self) -> None:
         await self.zk.start()
         await self.metadata.load()
-        await self._load_dynamic_broker_config()
+        await self.load_dynamic_broker_config()
         await self.replicas.start()
         for listener in self.listeners:
             await listener.start()
@@ -114,7 +114,7 @@ class Broker:
         )
         await self.metadata.refresh_brokers()
 
-    async def _load_dynamic_broker_config(self) -> None:
+    async def load_dynamic_broker_config(self) -> None:
         values: dict = {}
         for entity in (zk.DEFAULT_BROKER_ENTITY, str(self.broker_id)):
             found = await self.zk.get_json(zk.broker_config_path(entity))

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from . import api_versions, fetch, log_dirs, metadata, offsets, produce, producer_ids
+from . import (
+    api_versions,
+    configs,
+    fetch,
+    log_dirs,
+    metadata,
+    offsets,
+    produce,
+    producer_ids,
+    topics,
+)
 
 HANDLERS = {
     **api_versions.HANDLERS,
+    **configs.HANDLERS,
     **fetch.HANDLERS,
     **log_dirs.HANDLERS,
     **metadata.HANDLERS,
     **offsets.HANDLERS,
     **produce.HANDLERS,
     **producer_ids.HANDLERS,
+    **topics.HANDLERS,
 }

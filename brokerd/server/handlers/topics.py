@@ -1,0 +1,183 @@
+"""CreateTopics (19), DeleteTopics (20), CreatePartitions (37); validate-only where offered."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from brokerd.coordination.zk import kafka_uuid_to_uuid, uuid_to_kafka
+from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
+from brokerd.protocol.framing import Request
+from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+
+from ..topic_admin import create_topic, plan_assignment
+from .configs import describe_topic
+
+log = logging.getLogger(__name__)
+
+
+def _error_fields(exc: Exception) -> tuple[ErrorCode, str | None]:
+    code = error_code_of(exc)
+    if code == ErrorCode.unknown_server_error:
+        log.exception("topic administration failed")
+    return code, getattr(exc, "message", None) or str(exc)
+
+
+async def handle_create_topics(broker, request: Request):
+    body = request.body
+    module = response_module(request.api_key, request.api_version)
+    counts = Counter(topic.name for topic in body.topics)
+    results = []
+    for topic in body.topics:
+        fields = {
+            "name": topic.name,
+            "topic_id": None,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": (),
+        }
+        try:
+            if counts[topic.name] > 1:
+                raise KafkaError(
+                    ErrorCode.invalid_request,
+                    f"Create topics request from client contains a duplicate topic: {topic.name}",
+                )
+            explicit = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+            if explicit and (topic.num_partitions != -1 or topic.replication_factor != -1):
+                raise KafkaError(
+                    ErrorCode.invalid_request,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time.",
+                )
+            partitions = topic.num_partitions
+            if partitions == -1:
+                partitions = broker.config.get("num.partitions")
+            replication = topic.replication_factor
+            if replication == -1:
+                replication = broker.config.get("default.replication.factor")
+            configs = {c.name: c.value for c in topic.configs}
+            assignment, overrides, info = await create_topic(
+                broker, topic.name, partitions, replication, configs, explicit, body.validate_only
+            )
+            fields["num_partitions"] = len(assignment)
+            fields["replication_factor"] = len(next(iter(assignment.values())))
+            if info is not None:
+                fields["topic_id"] = kafka_uuid_to_uuid(info.topic_id)
+            fields["configs"] = (
+                tuple(
+                    build(
+                        module.CreatableTopicConfigs,
+                        name=entry.name,
+                        value=entry.value,
+                        read_only=entry.read_only,
+                        config_source=entry.source,
+                        is_sensitive=entry.sensitive,
+                    )
+                    for entry in describe_topic(broker, overrides, None, False)
+                )
+                if hasattr(module, "CreatableTopicConfigs")
+                else ()
+            )
+        except Exception as exc:  # noqa: BLE001 - per-topic answer
+            fields["error_code"], fields["error_message"] = _error_fields(exc)
+            fields["configs"] = None if request.api_version >= 5 else ()
+        results.append(build(module.CreatableTopicResult, **fields))
+    return build(module.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+async def handle_delete_topics(broker, request: Request):
+    body = request.body
+    module = response_module(request.api_key, request.api_version)
+    if hasattr(body, "topic_names"):
+        wanted = [(name, None) for name in body.topic_names]
+    else:
+        wanted = [(t.name, t.topic_id) for t in body.topics]
+    results = []
+    for name, topic_id in wanted:
+        error, message = ErrorCode.none, None
+        info = None
+        try:
+            if not broker.config.get("delete.topic.enable"):
+                raise KafkaError(ErrorCode.topic_deletion_disabled)
+            if name is None and topic_id is not None:
+                info = broker.metadata.topic_by_id(uuid_to_kafka(topic_id))
+                if info is None:
+                    raise KafkaError(ErrorCode.unknown_topic_id)
+            else:
+                info = broker.metadata.topic(name)
+                if info is None:
+                    raise KafkaError(ErrorCode.unknown_topic_or_partition)
+            async with broker.admin_lock:
+                await broker.controller.delete_topic(info.name)
+        except Exception as exc:  # noqa: BLE001
+            error, message = _error_fields(exc)
+        results.append(
+            build(
+                module.DeletableTopicResult,
+                name=info.name if info else name,
+                topic_id=kafka_uuid_to_uuid(info.topic_id) if info else topic_id,
+                error_code=error,
+                error_message=message,
+            )
+        )
+    return build(module.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+async def handle_create_partitions(broker, request: Request):
+    body = request.body
+    module = response_module(request.api_key, request.api_version)
+    counts = Counter(topic.name for topic in body.topics)
+    results = []
+    for topic in body.topics:
+        error, message = ErrorCode.none, None
+        try:
+            if counts[topic.name] > 1:
+                raise KafkaError(ErrorCode.invalid_request, "Duplicate topic in request.")
+            async with broker.admin_lock:
+                info = broker.metadata.topic(topic.name)
+                if info is None or info.marked_for_deletion:
+                    raise KafkaError(
+                        ErrorCode.unknown_topic_or_partition,
+                        f"The topic '{topic.name}' does not exist.",
+                    )
+                current = info.partition_count
+                if topic.count <= current:
+                    raise KafkaError(
+                        ErrorCode.invalid_partitions,
+                        f"Topic currently has {current} partitions, which is higher than the "
+                        f"requested {topic.count}.",
+                    )
+                replication = len(info.assignment[0]) if info.assignment else 1
+                explicit = None
+                if topic.assignments:
+                    if len(topic.assignments) != topic.count - current:
+                        raise KafkaError(
+                            ErrorCode.invalid_replica_assignment,
+                            f"Increasing the number of partitions by {topic.count - current} "
+                            f"but {len(topic.assignments)} assignments provided.",
+                        )
+                    explicit = {
+                        current + i: list(a.broker_ids) for i, a in enumerate(topic.assignments)
+                    }
+                assignment = plan_assignment(
+                    broker, topic.count - current, replication, explicit, first_partition=current
+                )
+                if not body.validate_only:
+                    await broker.controller.create_partitions(info, assignment)
+                    await broker.replicas.sync_leadership()
+        except Exception as exc:  # noqa: BLE001
+            error, message = _error_fields(exc)
+        results.append(
+            build(
+                module.CreatePartitionsTopicResult,
+                name=topic.name,
+                error_code=error,
+                error_message=message,
+            )
+        )
+    return build(module.CreatePartitionsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+HANDLERS = {19: handle_create_topics, 20: handle_delete_topics, 37: handle_create_partitions}
