@@ -32,6 +32,9 @@ ENTRY_PREFIX = struct.Struct(">qiib")  # baseOffset/offset, size, (epoch|crc), m
 _V2_TAIL = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, firstTimestamp, maxTimestamp
 _V1_TIMESTAMP = struct.Struct(">q")
 SCAN_CHUNK = 1 << 20
+# Lookups read only a few headers near an index entry: a small read each, not a whole
+# SCAN_CHUNK, whose copy and page faults would cost far more than the lookup.
+LOOKUP_CHUNK = 8 << 10
 
 
 def filename_prefix(offset: int) -> str:
@@ -88,9 +91,10 @@ class _ChunkReader:
 
     HEADER_NEEDS = 43  # bytes of an entry that parse_entry_header reads at most
 
-    def __init__(self, fd: int, end: int):
+    def __init__(self, fd: int, end: int, chunk_size: int = SCAN_CHUNK):
         self.fd = fd
         self.end = end
+        self.chunk_size = chunk_size
         self.chunk = b""
         self.chunk_start = 0
 
@@ -98,7 +102,7 @@ class _ChunkReader:
         """`size` bytes at `position` (the caller checked they lie before `end`)."""
         offset = position - self.chunk_start
         if position < self.chunk_start or offset + size > len(self.chunk):
-            self.chunk = os.pread(self.fd, max(SCAN_CHUNK, size), position)
+            self.chunk = os.pread(self.fd, max(self.chunk_size, size), position)
             self.chunk_start = position
             offset = 0
         return memoryview(self.chunk)[offset : offset + size]
@@ -221,7 +225,7 @@ class LogSegment:
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """Kafka rolls on the first batch's timestamp when it has one, else on creation."""
         if self._rolling_based_timestamp is None and self.size > 0:
-            first = next(self.scan_headers(0, self.size), None)
+            first = next(self.scan_headers(0, self.size, LOOKUP_CHUNK), None)
             self._rolling_based_timestamp = first.max_timestamp if first else -1
         rolling = self._rolling_based_timestamp
         if rolling is not None and rolling >= 0:
@@ -229,9 +233,11 @@ class LogSegment:
         return now_ms - self.created_ms
 
     # Reads ---------------------------------------------------------------------------
-    def scan_headers(self, start: int = 0, end: int | None = None) -> Iterator[EntryHeader]:
+    def scan_headers(
+        self, start: int = 0, end: int | None = None, chunk_size: int = SCAN_CHUNK
+    ) -> Iterator[EntryHeader]:
         """Entry headers from `start` to `end`, read in chunks; stops at a torn tail."""
-        reader = _ChunkReader(self.file.fileno(), self.size if end is None else end)
+        reader = _ChunkReader(self.file.fileno(), self.size if end is None else end, chunk_size)
         position = start
         while True:
             header = reader.header_at(position)
@@ -244,7 +250,7 @@ class LogSegment:
         """The first entry whose last offset is >= offset (the batch holding it)."""
         mapping = self.offset_index.lookup(offset)
         start = max(mapping.position, starting_position)
-        for header in self.scan_headers(start):
+        for header in self.scan_headers(start, chunk_size=LOOKUP_CHUNK):
             if header.last_offset >= offset:
                 return header
         return None
@@ -283,7 +289,7 @@ class LogSegment:
         """(timestamp, offset) of the first record with timestamp >= target, else None."""
         entry = self.time_index.lookup(timestamp)
         start = self.offset_index.lookup(max(entry.offset, starting_offset)).position
-        for header in self.scan_headers(start):
+        for header in self.scan_headers(start, chunk_size=LOOKUP_CHUNK):
             if header.max_timestamp < timestamp or header.last_offset < starting_offset:
                 continue
             entry_bytes = self.read_entry_bytes(header)
