@@ -68,7 +68,7 @@ class ZooKeeper:
             "admin.enableServer=false\nmaxSessionTimeout=60000\nminSessionTimeout=1000\n"
         )
         classpath = ":".join(str(JAVA_DIR / jar) for jar in ZOOKEEPER_JARS)
-        self.log = open(self.dir / "zookeeper.log", "wb")  # noqa: SIM115 - lives with the process
+        self.log = open(self.dir / "zookeeper.log", "ab")  # noqa: SIM115 - lives with the process
         self.process = subprocess.Popen(
             [
                 "java",
