@@ -320,11 +320,12 @@ def first_uncleanable_offset(log: Log, now_ms: int) -> int:
     segments = log.segments
     active = segments[-1]
     bound = min(active.base_offset, log.high_watermark)
-    open_txn_starts = [
-        entry.current_txn_first_offset
-        for entry in log.producer_state.active_producers.values()
-        if entry.current_txn_first_offset is not None
-    ]
+    with log._lock:  # appends change producer state on other threads
+        open_txn_starts = [
+            entry.current_txn_first_offset
+            for entry in log.producer_state.active_producers.values()
+            if entry.current_txn_first_offset is not None
+        ]
     if open_txn_starts:
         bound = min(bound, min(open_txn_starts))
     lag = log.config.min_compaction_lag_ms
@@ -381,10 +382,7 @@ class Cleaner:
             report.delete_horizon_ms = (
                 clean_segments[-1].last_modified_ms - log.config.delete_retention_ms
             )
-        last_batches = {
-            pid: (entry.last_data_offset, entry.producer_epoch)
-            for pid, entry in log.producer_state.active_producers.items()
-        }
+        last_batches = _last_batches_of_producers(log)
         tracker = _TransactionTracker(aborted)
         to_clean = [
             s for s in segments_overlapping(log, 0, end_offset) if s is not log.active_segment
@@ -482,10 +480,7 @@ class Cleaner:
         if tracker is None:
             tracker = _TransactionTracker([])
         if last_batches is None:
-            last_batches = {
-                pid: (entry.last_data_offset, entry.producer_epoch)
-                for pid, entry in log.producer_state.active_producers.items()
-            }
+            last_batches = _last_batches_of_producers(log)
         if report is None:
             report = CleanReport(log.topic, log.partition)
         horizon = report.delete_horizon_ms if delete_horizon_ms is None else delete_horizon_ms
@@ -625,6 +620,15 @@ class Cleaner:
         if last_data_offset >= 0:
             return batch.last_offset == last_data_offset
         return batch.is_control and batch.producer_epoch == epoch
+
+
+def _last_batches_of_producers(log: Log) -> dict[int, tuple[int, int]]:
+    """producer id -> (last data offset or -1, epoch), read under the log's lock."""
+    with log._lock:
+        return {
+            pid: (entry.last_data_offset, entry.producer_epoch)
+            for pid, entry in log.producer_state.active_producers.items()
+        }
 
 
 def _rebuild_batch(batch: RecordBatch, survivors: list) -> bytearray:

@@ -488,3 +488,36 @@ def test_compaction_matches_a_dict_model(tmp_path_factory, batches, budget):
             break
     live = {k: v for k, v in model.items() if v is not None}
     assert {r.key: r.value for r in read_all(log)} == live
+
+
+# Transactions -----------------------------------------------------------------------
+def test_aborted_transaction_records_go_and_markers_stay_while_needed(tmp_path):
+    from brokerd.records.control import ABORT, build_end_txn_marker
+
+    log = _compacted_log(tmp_path / "t-0")
+    _append(log, [(b"a", b"committed")])
+    txn = keyed_batch(
+        [(b"a", b"aborted")],
+        producer_id=9,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+        base_offset=log.log_end_offset,
+    )
+    log.append_as_follower(txn)
+    marker = build_end_txn_marker(
+        ABORT,
+        producer_id=9,
+        producer_epoch=0,
+        coordinator_epoch=1,
+        base_offset=log.log_end_offset,
+        timestamp=1000,
+    )
+    log.append_as_follower(marker)
+    for i in range(8):
+        _append(log, [(b"f%d" % i, b"x" * 50)])
+    report = Cleaner(1 << 16).clean(log, 0)
+    assert report.aborted_records_removed == 1
+    assert _latest(log)[b"a"] == (0, b"committed")  # the aborted value never wins
+    controls = [e for e in log.read_batches(0) if isinstance(e, RecordBatch) and e.is_control]
+    assert len(controls) == 1  # kept: its aborted data was only just removed
