@@ -21,6 +21,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.serial import entity_reader, entity_writer
 
 from .errors import ErrorCode
+from .nullability import check_non_nullable
 from .versions import API_VERSIONS_KEY, SUPPORTED, api_name, is_supported
 
 SIZE = struct.Struct(">i")
@@ -92,6 +93,7 @@ def decode_request(frame: bytes) -> Request:
     try:
         header, header_size = entity_reader(request_type.__header_schema__)(frame, 0)
         body, body_size = entity_reader(request_type)(frame, header_size)
+        check_non_nullable(body)
     except Exception as exc:  # kio raises several types for malformed input
         raise FrameError(f"malformed {api_name(api_key)} v{api_version} request: {exc}") from exc
     # Trailing bytes are ignored, as Kafka's parser ignores them (librdkafka sends some).

@@ -48,20 +48,20 @@ class Connection:
         self._read_task: asyncio.Task | None = None
 
     async def serve(self) -> None:
-        self._read_task = asyncio.current_task()
+        self._read_task = asyncio.create_task(self._read_requests())
         write_task = asyncio.create_task(self._write_responses())
         try:
-            await self._read_requests()
-        except asyncio.CancelledError:
-            pass  # shutdown: stop reading, still answer what was read
+            # wait() rather than await: cancelling the reader (shutdown) must not cancel us.
+            await asyncio.wait([self._read_task])
         finally:
             await self._pending.put(_END)
             try:
-                await write_task
+                await asyncio.wait([write_task])
             finally:
                 self.writer.close()
 
     def stop_reading(self) -> None:
+        """Read no further requests; those already read are still answered."""
         if self._read_task is not None and not self._read_task.done():
             self._read_task.cancel()
 

@@ -107,3 +107,12 @@ async def test_read_frames_until_clean_eof():
 async def test_bad_frames_raise_frame_error(data):
     with pytest.raises(framing.FrameError):
         await read_frames(data)
+
+
+def test_null_in_non_nullable_array_is_a_frame_error():
+    # Metadata v12 with a null topics array is legal (all topics) ...
+    header = encode_request(3, 12, 1)
+    framing.decode_request(header + b"\x00\x00\x00\x00")
+    # ... but ApiVersions v3 with a null software name is not.
+    with pytest.raises(framing.FrameError):
+        framing.decode_request(encode_request(18, 3, 1) + b"\x00\x00\x00")
