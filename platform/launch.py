@@ -1,0 +1,189 @@
+"""Start the local platform on loopback: ZooKeeper, Redis and a broker (`make run`).
+
+Everything keeps its state under var/ at the repository root. Ctrl-C or SIGTERM stops all
+of them; if one dies, the others are stopped too. This directory is not a Python package
+(a package named `platform` would shadow the standard library module).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VAR = ROOT / "var"
+JAVA_DIR = Path("/usr/share/java")
+ZOOKEEPER_JARS = (
+    "zookeeper.jar",
+    "zookeeper-jute.jar",
+    "slf4j-api.jar",
+    "slf4j-simple.jar",
+    "netty-all.jar",
+    "metrics-core.jar",
+    "commons-cli.jar",
+    "snappy-java.jar",
+)
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_for_port(port: int, process: subprocess.Popen, name: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"launch: {name} exited with {process.returncode}; see var/logs/")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"launch: {name} did not listen on port {port} within {timeout:.0f}s")
+
+
+def spawn(name: str, command: list[str], cwd: Path = ROOT) -> subprocess.Popen:
+    logs = VAR / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log_file = open(logs / f"{name}.log", "ab")  # noqa: SIM115 - lives with the process
+    return subprocess.Popen(
+        command, cwd=cwd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def start_zookeeper(port: int) -> subprocess.Popen:
+    home = VAR / "zookeeper"
+    (home / "data").mkdir(parents=True, exist_ok=True)
+    config = home / "zoo.cfg"
+    config.write_text(
+        f"tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={home / 'data'}\n"
+        f"clientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+    )
+    classpath = ":".join(str(JAVA_DIR / jar) for jar in ZOOKEEPER_JARS)
+    process = spawn(
+        "zookeeper",
+        [
+            "java",
+            "-Xmx512m",
+            "-cp",
+            classpath,
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            str(config),
+        ],
+    )
+    wait_for_port(port, process, "ZooKeeper")
+    return process
+
+
+def start_redis(port: int) -> subprocess.Popen:
+    process = spawn(
+        "redis",
+        [
+            "redis-server",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+        ],
+    )
+    wait_for_port(port, process, "Redis")
+    return process
+
+
+def start_broker(broker_id: int, port: int, zk_port: int) -> subprocess.Popen:
+    home = VAR / f"broker-{broker_id}"
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "server.properties"
+    config.write_text(
+        f"broker.id={broker_id}\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        f"log.dirs={home / 'logs'}\n"
+        f"zookeeper.connect=127.0.0.1:{zk_port}/brokerd\n"
+        "num.partitions=3\n"
+    )
+    process = spawn(
+        f"broker-{broker_id}",
+        [sys.executable, "-m", "brokerd", "serve", "--config", str(config)],
+    )
+    wait_for_port(port, process, f"broker {broker_id}")
+    return process
+
+
+def stop_all(processes: list[tuple[str, subprocess.Popen]]) -> None:
+    """Brokers first (they close their ZooKeeper sessions), then the services."""
+    for _name, process in reversed(processes):
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(5)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--zookeeper-port", type=int, default=2181)
+    parser.add_argument("--redis-port", type=int, default=6379)
+    parser.add_argument("--broker-port", type=int, default=9092)
+    args = parser.parse_args()
+    for name, port in (
+        ("ZooKeeper", args.zookeeper_port),
+        ("Redis", args.redis_port),
+        ("broker", args.broker_port),
+    ):
+        if not port_free(port):
+            print(f"launch: port {port} for {name} is in use", file=sys.stderr)
+            return 1
+
+    stopping = False
+
+    def request_stop(_signum, _frame):
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+
+    processes: list[tuple[str, subprocess.Popen]] = []
+    try:
+        processes.append(("zookeeper", start_zookeeper(args.zookeeper_port)))
+        processes.append(("redis", start_redis(args.redis_port)))
+        processes.append(("broker-1", start_broker(1, args.broker_port, args.zookeeper_port)))
+        print(
+            "platform running on loopback (logs in var/logs/):\n"
+            f"  ZooKeeper  127.0.0.1:{args.zookeeper_port} (chroot /brokerd)\n"
+            f"  Redis      127.0.0.1:{args.redis_port}\n"
+            f"  broker 1   127.0.0.1:{args.broker_port}  (bootstrap.servers)\n"
+            "Ctrl-C stops everything.",
+            flush=True,
+        )
+        while not stopping:
+            for name, process in processes:
+                if process.poll() is not None:
+                    print(f"launch: {name} exited with {process.returncode}", file=sys.stderr)
+                    stopping = True
+            time.sleep(0.5)
+    finally:
+        stop_all(processes)
+        print("platform stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
