@@ -552,6 +552,22 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         _broker("log.cleaner.enable", "boolean", True, "run the log cleaner", read_only=True),
         _broker(
+            "log.cleaner.dedupe.buffer.size",
+            "long",
+            134217728,
+            "memory for the cleaner's key-to-offset map",
+            at_least=1024,
+            read_only=True,
+        ),
+        _broker(
+            "log.cleaner.backoff.ms",
+            "long",
+            15000,
+            "how long the cleaner sleeps when no log needs cleaning",
+            at_least=0,
+            read_only=True,
+        ),
+        _broker(
             "offsets.topic.replication.factor",
             "short",
             3,

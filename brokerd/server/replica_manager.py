@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -43,6 +42,8 @@ class ReplicaManager:
         self.leaders: dict[tuple[str, int], LeaderPartition] = {}
         self.purgatory = FetchPurgatory()
         self.log_manager = None
+        self.cleaner = None  # LogCleanerManager, when log.cleaner.enable
+        self._cleaner_thread = None
         self._maintenance: list[asyncio.Task] = []
 
     # Lifecycle ------------------------------------------------------------------------
@@ -62,6 +63,19 @@ class ReplicaManager:
             self.broker.broker_id,
             self.broker.metadata.cluster_id,
         )
+        if config.get("log.cleaner.enable"):
+            from brokerd.log.cleaner_manager import CleanerThread, LogCleanerManager
+
+            self.cleaner = LogCleanerManager(
+                dedupe_buffer_size=config.get("log.cleaner.dedupe.buffer.size")
+            )
+            # Compaction runs on its own thread, off the event loop.
+            self._cleaner_thread = CleanerThread(
+                self.cleaner,
+                self.log_manager.all_logs,
+                backoff_ms=config.get("log.cleaner.backoff.ms"),
+            )
+            self._cleaner_thread.start()
         self._maintenance = [
             asyncio.create_task(
                 self._every(config.get("log.retention.check.interval.ms"), self._retention)
@@ -77,6 +91,8 @@ class ReplicaManager:
     async def shutdown(self) -> None:
         for task in self._maintenance:
             task.cancel()
+        if self._cleaner_thread is not None:
+            await asyncio.to_thread(self._cleaner_thread.stop)
         self.wake_all_waiters()
         if self.log_manager is not None:
             await asyncio.to_thread(self.log_manager.shutdown)
@@ -91,11 +107,7 @@ class ReplicaManager:
                 log.exception("periodic log maintenance failed")
 
     def _retention(self) -> None:
-        from brokerd.log.retention import delete_old_segments
-
-        now_ms = int(time.time() * 1000)
-        for partition_log in self.log_manager.all_logs():
-            delete_old_segments(partition_log, now_ms)
+        self.log_manager.run_retention()
         self.log_manager.remove_deleted_segments()
 
     def wake_all_waiters(self) -> None:
