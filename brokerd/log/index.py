@@ -134,6 +134,15 @@ class _Index:
             raise CorruptIndexError(f"index {self.path} is full ({self.entries} entries)")
         self.entry.pack_into(self._mmap, self.entries * self.entry_size, packed_a, packed_b)
         self.entries += 1
+        self._last_raw = (self.entries, (packed_a, packed_b))
+
+    def _last(self) -> tuple[int, int]:
+        """The raw last entry; cached per entry count, since appends check it every time."""
+        cached = getattr(self, "_last_raw", None)
+        if cached is None or cached[0] != self.entries:
+            cached = (self.entries, self._read(self.entries - 1))
+            self._last_raw = cached
+        return cached[1]
 
     def truncate_to_entries(self, entries: int) -> None:
         self.entries = max(0, min(entries, self.entries))
@@ -201,7 +210,7 @@ class OffsetIndex(_Index):
 
     @property
     def last_offset(self) -> int:
-        return self.entry_at(self.entries - 1).offset if self.entries else self.base_offset
+        return self.base_offset + self._last()[0] if self.entries else self.base_offset
 
     def lookup(self, offset: int) -> OffsetPosition:
         """The largest entry <= offset, else (base offset, 0): where a scan starts."""
@@ -271,7 +280,8 @@ class TimeIndex(_Index):
     def last_entry(self) -> TimestampOffset:
         if not self.entries:
             return TimestampOffset(-1, self.base_offset)
-        return self.entry_at(self.entries - 1)
+        timestamp, relative = self._last()
+        return TimestampOffset(timestamp, self.base_offset + relative)
 
     def lookup(self, timestamp: int) -> TimestampOffset:
         """The largest entry with timestamp <= target, else (-1, base offset)."""
@@ -285,10 +295,10 @@ class TimeIndex(_Index):
         if self.is_full and not skip_full_check:
             raise CorruptIndexError(f"time index {self.path} is full")
         if self.entries:
-            last = self.last_entry
-            if offset < last.offset:
-                raise CorruptIndexError(f"offset {offset} is before the last entry {last}")
-            if timestamp <= last.timestamp:
+            last_timestamp, last_relative = self._last()
+            if offset < self.base_offset + last_relative:
+                raise CorruptIndexError(f"offset {offset} is before the last entry")
+            if timestamp <= last_timestamp:
                 return
         if self.is_full:
             return

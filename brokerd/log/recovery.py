@@ -32,6 +32,7 @@ from .segment import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    EntryHeader,
     LogSegment,
     offset_from_filename,
 )
@@ -137,9 +138,16 @@ def _recover(
 ) -> tuple[list[LogSegment], int]:
     """Recover the unflushed segments; everything after a truncation is dropped."""
 
-    def note_epoch(entry, header) -> None:
-        if isinstance(entry, RecordBatch) and entry.partition_leader_epoch >= 0:
-            epochs.assign(entry.partition_leader_epoch, entry.base_offset)
+    last_epoch = epochs.latest_epoch
+
+    def note_epoch(view: memoryview, header: EntryHeader) -> None:
+        nonlocal last_epoch
+        if header.magic != 2:
+            return
+        epoch = int.from_bytes(view[12:16], "big", signed=True)
+        if epoch >= 0 and epoch != last_epoch:  # assign only when the epoch changes
+            epochs.assign(epoch, header.base_offset)
+            last_epoch = epoch
 
     # The first segment to recover is the one holding the recovery point.
     first = len(segments) - 1
