@@ -118,18 +118,25 @@ class BrokerProcess:
     def output(self) -> str:
         return (self.dir / "broker.log").read_text(errors="replace")
 
+    def output_bytes(self, start: int) -> str:
+        with open(self.dir / "broker.log", "rb") as f:
+            f.seek(start)
+            return f.read().decode(errors="replace")
+
     def start(self, timeout: float = 30, overrides: dict[str, str] | None = None) -> BrokerProcess:
         config = self.dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         command = [sys.executable, "-m", "brokerd", "serve", "--config", str(config)]
         for key, value in (overrides or {}).items():
             command += ["--override", f"{key}={value}"]
-        self.log = open(self.dir / "broker.log", "ab")  # noqa: SIM115
+        log_path = self.dir / "broker.log"
+        already = log_path.stat().st_size if log_path.exists() else 0  # a restart appends
+        self.log = open(log_path, "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
             command, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
         deadline = time.monotonic() + timeout
-        while "serving" not in self.output:
+        while "serving" not in self.output_bytes(already):
             if self.process.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.process.returncode}:\n{self.output}")
             if time.monotonic() > deadline:
