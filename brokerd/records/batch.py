@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import crc32c
 
 from . import compression
-from .varint import VarintError, decode_varint, encode_varint
+from .varint import VarintError, decode_varint, decode_varint32, encode_varint, wrap_int64
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -256,6 +256,10 @@ class RecordBatch:
             raise InvalidRecordError(f"unknown compression codec {self.compression}")
         if self.is_control:
             raise InvalidRecordError("clients may not produce control batches")
+        if self.has_producer_id and self.base_sequence < 0:
+            raise InvalidRecordError(
+                f"invalid sequence {self.base_sequence} for producer id {self.producer_id}"
+            )
 
     # In-place patches (outside the CRC) ---------------------------------------------
     def set_base_offset(self, offset: int) -> None:
@@ -278,6 +282,7 @@ class RecordBatch:
     # Records -------------------------------------------------------------------------
     def records_payload(self) -> bytes:
         """The (decompressed) bytes of the records section."""
+        self.check_size()  # a short or truncated batch must not decode a shifted payload
         raw = memoryview(self.buf)[self.pos + HEADER_SIZE : self.pos + self.size]
         if self.compression == compression.NONE:
             return bytes(raw)
@@ -287,6 +292,8 @@ class RecordBatch:
             raise CorruptRecordError(str(exc)) from exc
 
     def __iter__(self) -> Iterator[Record]:
+        if self.record_count < 0:
+            raise CorruptRecordError(f"negative record count {self.record_count}")
         payload = self.records_payload()
         pos = 0
         for _ in range(self.record_count):
@@ -309,17 +316,17 @@ class RecordBatch:
 
 def _decode_record(payload: bytes, pos: int, base_offset: int, batch: RecordBatch):
     try:
-        length, pos = decode_varint(payload, pos)
+        length, pos = decode_varint32(payload, pos)
         end = pos + length
         if length < 0 or end > len(payload):
             raise CorruptRecordError(f"record length {length} runs past the batch")
         attributes = payload[pos]
         pos += 1
         timestamp_delta, pos = decode_varint(payload, pos)
-        offset_delta, pos = decode_varint(payload, pos)
+        offset_delta, pos = decode_varint32(payload, pos)
         key, pos = _read_bytes(payload, pos, end)
         value, pos = _read_bytes(payload, pos, end)
-        header_count, pos = decode_varint(payload, pos)
+        header_count, pos = decode_varint32(payload, pos)
         if header_count < 0:
             raise CorruptRecordError(f"negative header count {header_count}")
         headers = []
@@ -336,12 +343,13 @@ def _decode_record(payload: bytes, pos: int, base_offset: int, batch: RecordBatc
     if batch.timestamp_type == LOG_APPEND_TIME:
         timestamp = batch.max_timestamp
     else:
-        timestamp = batch.first_timestamp + timestamp_delta
+        # Java adds longs: a producer's wrapped delta must come back as the same timestamp.
+        timestamp = wrap_int64(batch.first_timestamp + timestamp_delta)
     return Record(base_offset + offset_delta, timestamp, key, value, headers, attributes), end
 
 
 def _read_bytes(payload: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
-    length, pos = decode_varint(payload, pos)
+    length, pos = decode_varint32(payload, pos)
     if length < 0:
         return None, pos
     if pos + length > end:
@@ -414,7 +422,7 @@ def build_batch(
         last_offset_delta = offset_deltas[-1] if records else 0
 
     payload = b"".join(
-        encode_record(delta, ts - first_timestamp, r.key, r.value, r.headers)
+        encode_record(delta, wrap_int64(ts - first_timestamp), r.key, r.value, r.headers)
         for r, delta, ts in zip(records, offset_deltas, timestamps, strict=True)
     )
     payload = compression.compress(compression_type, payload, MAGIC)

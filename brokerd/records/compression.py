@@ -6,6 +6,10 @@
 - lz4 (3): the LZ4 frame format. Magic-0 messages carry the pre-KIP-57 header checksum
   (computed over the magic bytes too), which we fix up before decoding.
 - zstd (4): a zstd frame, possibly without a content size (streamed), v2 batches only.
+
+gzip, LZ4 and zstd streams may hold several concatenated members/frames, as their formats
+allow; all are decoded. A truncated frame, or bytes after the last frame that are not one,
+is an error rather than silently shorter output.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import zlib
 import cramjam
 import lz4.frame
 import zstandard
+
+from .varint import VarintError, decode_unsigned
 
 NONE = 0
 GZIP = 1
@@ -30,6 +36,10 @@ BY_NAME = {name: codec for codec, name in NAMES.items()}
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
+# A snappy element yields at most 64 bytes from 3 (a 2-byte-offset copy), so a raw block can
+# never decode to more than ~21.3x its size; a larger declared length is corrupt, and refusing
+# it spares the decoder a huge up-front allocation.
+_SNAPPY_MAX_EXPANSION = 22
 
 _zstd_compressor = zstandard.ZstdCompressor(level=3)
 
@@ -63,19 +73,25 @@ def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
 
 def decompress(codec: int, data: bytes | memoryview, magic: int = 2) -> bytes:
     data = bytes(data)
+    if codec == ZSTD and magic < 2:
+        raise CompressionError("zstd needs record batch v2")
     try:
         if codec == NONE:
             return data
         if codec == GZIP:
-            return zlib.decompress(data, wbits=47)  # gzip or zlib header
+            return _decode_frames(data, lambda: zlib.decompressobj(wbits=31), "gzip")
         if codec == SNAPPY:
             return _snappy_decompress(data)
         if codec == LZ4:
             if magic == 0:
                 data = _fix_lz4_header_checksum(data)
-            return lz4.frame.decompress(data)
+            # The streaming decoder, unlike lz4.frame.decompress, does not allocate a frame's
+            # declared content size up front (a forged size would be a MemoryError).
+            return _decode_frames(data, lz4.frame.LZ4FrameDecompressor, "lz4")
         if codec == ZSTD:
-            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+            return _decode_frames(
+                data, lambda: zstandard.ZstdDecompressor().decompressobj(), "zstd"
+            )
     except CompressionError:
         raise
     except Exception as exc:  # each library raises its own types
@@ -83,9 +99,25 @@ def decompress(codec: int, data: bytes | memoryview, magic: int = 2) -> bytes:
     raise CompressionError(f"unknown compression codec {codec}")
 
 
+def _decode_frames(data: bytes, new_decoder, codec_name: str) -> bytes:
+    """Decode one or more concatenated frames; each decoder object handles exactly one."""
+    out = bytearray()
+    rest = data
+    while True:
+        decoder = new_decoder()
+        out += decoder.decompress(rest)
+        if not decoder.eof:
+            raise CompressionError(f"truncated {codec_name} stream")
+        rest = decoder.unused_data
+        if not rest:
+            return bytes(out)
+
+
 def _xerial_compress(data: bytes) -> bytes:
     out = bytearray(_XERIAL_HEADER)
-    for start in range(0, len(data), _XERIAL_BLOCK):
+    # Empty input still gets one (empty) block: kafka-python takes a bare 16-byte header
+    # for raw snappy and fails on it.
+    for start in range(0, max(len(data), 1), _XERIAL_BLOCK):
         block = bytes(cramjam.snappy.compress_raw(data[start : start + _XERIAL_BLOCK]))
         out += struct.pack(">i", len(block)) + block
     return bytes(out)
@@ -93,7 +125,11 @@ def _xerial_compress(data: bytes) -> bytes:
 
 def _snappy_decompress(data: bytes) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return _snappy_decompress_block(data)
+    # The version and compat ints after the magic are not checked: some producers write
+    # them little-endian, and the Java and Python clients ignore them too.
+    if len(data) < len(_XERIAL_HEADER):
+        raise CompressionError("truncated xerial snappy header")
     pos = len(_XERIAL_HEADER)
     out = bytearray()
     while pos < len(data):
@@ -103,9 +139,19 @@ def _snappy_decompress(data: bytes) -> bytes:
         pos += 4
         if size < 0 or pos + size > len(data):
             raise CompressionError("truncated xerial snappy block")
-        out += bytes(cramjam.snappy.decompress_raw(data[pos : pos + size]))
+        out += _snappy_decompress_block(data[pos : pos + size])
         pos += size
     return bytes(out)
+
+
+def _snappy_decompress_block(block: bytes) -> bytes:
+    try:
+        declared, _ = decode_unsigned(block, 0)
+    except VarintError as exc:
+        raise CompressionError(f"bad snappy length prefix: {exc}") from exc
+    if declared > _SNAPPY_MAX_EXPANSION * len(block):
+        raise CompressionError(f"snappy block of {len(block)} bytes claims {declared} bytes")
+    return bytes(cramjam.snappy.decompress_raw(block))
 
 
 def _lz4_header_checksum(header: bytes) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .batch import SimpleRecord, build_batch
+from .batch import CorruptRecordError, SimpleRecord, build_batch
 
 ABORT = 0
 COMMIT = 1
@@ -28,9 +28,9 @@ def encode_key(control_type: int) -> bytes:
     return _KEY.pack(0, control_type)
 
 
-def decode_key(key: bytes) -> ControlKey:
+def decode_key(key: bytes | None) -> ControlKey:
     if key is None or len(key) < _KEY.size:
-        raise ValueError("control record key needs 4 bytes")
+        raise CorruptRecordError("control record key needs 4 bytes")
     version, control_type = _KEY.unpack_from(key)
     return ControlKey(version, control_type)
 

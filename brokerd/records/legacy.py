@@ -6,7 +6,9 @@ with a CRC-32 (IEEE) over magic..value. A compressed entry is a *wrapper* whose 
 compressed message set of inner messages; the wrapper's offset is that of the last inner
 message. Magic 1 inner offsets are relative (0..n-1) and resolve as
     absolute = wrapper_offset + (inner - last_inner);
-magic 0 inner offsets are absolute.
+magic 0 inner offsets are absolute. As in Kafka's DeepRecordsIterator, a magic 1 wrapper whose
+offset is below its last inner offset (one a producer built: wrapper offset 0) keeps the inner
+offsets as they are.
 """
 
 from __future__ import annotations
@@ -73,7 +75,10 @@ class LegacyEntry:
     def timestamp(self) -> int:
         if self.magic == 0:
             return NO_TIMESTAMP
-        return V1_TIMESTAMP.unpack_from(self.buf, self.pos + 18)[0]
+        timestamp_end = self.pos + V0_HEADER.size + V1_TIMESTAMP.size
+        if self.message_size < RECORD_OVERHEAD_V1 or timestamp_end > len(self.buf):
+            raise CorruptRecordError("magic 1 message too short for its timestamp")
+        return V1_TIMESTAMP.unpack_from(self.buf, self.pos + V0_HEADER.size)[0]
 
     @property
     def max_timestamp(self) -> int:
@@ -128,6 +133,7 @@ class LegacyEntry:
             raise CorruptRecordError(f"CRC mismatch: stored {self.crc}, computed {computed}")
 
     def key_value(self) -> tuple[bytes | None, bytes | None]:
+        self.check_size()
         pos = self.pos + 18 + (8 if self.magic == 1 else 0)
         end = self.pos + self.size
         key, pos = _read_bytes(self.buf, pos, end)
@@ -147,16 +153,15 @@ class LegacyEntry:
             inner_bytes = compression.decompress(self.compression, value, self.magic)
         except compression.CompressionError as exc:
             raise CorruptRecordError(str(exc)) from exc
-        inner = list(iter_entries(inner_bytes))
-        if not inner:
-            raise CorruptRecordError("compressed wrapper holds no messages")
-        last_inner = inner[-1].offset
+        inner = _inner_entries(inner_bytes, self.magic)
+        if self.magic == 1 and self.offset >= inner[-1].offset:
+            absolute_base = self.offset - inner[-1].offset
+        else:
+            absolute_base = None  # magic 0 (absolute inner offsets) or a producer's wrapper
         out = []
         for entry in inner:
-            if entry.compression != compression.NONE:
-                raise CorruptRecordError("nested compression")
             inner_key, inner_value = entry.key_value()
-            offset = self.offset + (entry.offset - last_inner) if self.magic == 1 else entry.offset
+            offset = entry.offset if absolute_base is None else absolute_base + entry.offset
             timestamp = (
                 self.timestamp if self.timestamp_type == LOG_APPEND_TIME else entry.timestamp
             )
@@ -185,15 +190,42 @@ def _read_bytes(buf, pos: int, end: int) -> tuple[bytes | None, int]:
     return bytes(buf[pos : pos + length]), pos + length
 
 
+def _minimum_message_size(magic: int) -> int:
+    return RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1
+
+
 def iter_entries(buf: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[LegacyEntry]:
     """Consecutive legacy entries; stops at a trailing partial entry."""
     end = len(buf)
     while end - pos >= V0_HEADER.size:
         entry = LegacyEntry(buf, pos)
+        # Checked before the partial-entry test, as Kafka does: a size below the overhead is
+        # corrupt wherever it sits, and a negative one would loop forever.
+        if entry.message_size < _minimum_message_size(entry.magic):
+            raise CorruptRecordError(f"message size {entry.message_size} at {pos} is too small")
         if pos + entry.size > end:
             return
         yield entry
         pos += entry.size
+
+
+def _inner_entries(inner_bytes: bytes, wrapper_magic: int) -> list[LegacyEntry]:
+    """A wrapper's decompressed message set, which must hold whole, valid, plain messages."""
+    inner = list(iter_entries(inner_bytes))
+    if not inner:
+        raise CorruptRecordError("compressed wrapper holds no messages")
+    last = inner[-1]
+    if last.pos + last.size != len(inner_bytes):
+        raise CorruptRecordError("compressed wrapper ends with a partial message")
+    for entry in inner:
+        if entry.magic != wrapper_magic:
+            raise CorruptRecordError(
+                f"inner message magic {entry.magic} differs from wrapper magic {wrapper_magic}"
+            )
+        if entry.compression != compression.NONE:
+            raise CorruptRecordError("nested compression")
+        entry.validate()  # the wrapper's CRC covers only the compressed bytes
+    return inner
 
 
 def encode_message(
@@ -228,6 +260,8 @@ def build_message_set(
     """Encode records as a v0/v1 message set, one wrapper when compressed."""
     if magic not in (0, 1):
         raise ValueError("legacy message sets have magic 0 or 1")
+    if not records:
+        return b""  # a wrapper must hold at least one message
     stamps = [r.timestamp if r.timestamp is not None else NO_TIMESTAMP for r in records]
     if compression_type == compression.NONE:
         ts_attr = TIMESTAMP_TYPE_MASK if magic == 1 and timestamp_type == LOG_APPEND_TIME else 0

@@ -28,8 +28,17 @@ def encode_unsigned(value: int) -> bytes:
     return bytes(out)
 
 
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
 def encode_varint(value: int) -> bytes:
     """Signed (zigzag) varint of a 64-bit value."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        # Masking would silently write a different number (e.g. a wrapped timestamp delta).
+        raise ValueError(f"{value} does not fit a 64-bit varint")
     return encode_unsigned(zigzag(value) & 0xFFFFFFFFFFFFFFFF)
 
 
@@ -66,3 +75,16 @@ def decode_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, i
     if raw >> 64:
         raise VarintError("varint exceeds 64 bits")
     return unzigzag(raw), pos
+
+
+def decode_varint32(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """A field Kafka declares as varint (int32), not varlong: lengths, offsetDelta, counts."""
+    value, pos = decode_varint(buf, pos)
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise VarintError(f"varint {value} exceeds 32 bits")
+    return value, pos
+
+
+def wrap_int64(value: int) -> int:
+    """Two's-complement wrap, as Java's long arithmetic does."""
+    return ((value - INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + INT64_MIN
