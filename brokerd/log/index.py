@@ -76,6 +76,7 @@ class _Index:
         return size - size % self.entry_size
 
     def _remap(self) -> None:
+        self._max_entries = self._length // self.entry_size  # checked on every append
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
@@ -85,11 +86,11 @@ class _Index:
 
     @property
     def max_entries(self) -> int:
-        return self._length // self.entry_size
+        return self._max_entries
 
     @property
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries
+        return self.entries >= self._max_entries
 
     @property
     def size_in_bytes(self) -> int:

@@ -178,6 +178,8 @@ class Log:
         with self._lock:
             self._check_open()
             for batch in batches:
+                if not batch.has_producer_id:
+                    continue
                 duplicate = self.producer_state.check(batch)
                 if duplicate is not None:
                     if len(batches) > 1:
@@ -215,13 +217,14 @@ class Log:
                 max_timestamp = max(max_timestamp, batch.max_timestamp)
                 next_offset = batch.last_offset + 1
             self._append(buf, headers, max_timestamp, now)
-            if leader_epoch >= 0:
+            if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
                 self.leader_epoch_cache.assign(leader_epoch, first_offset)
+            count = 0
             for batch in batches:
+                count += batch.record_count
                 if batch.has_producer_id:
                     self.producer_state.update(batch, batch.base_offset, batch.last_offset)
             self.producer_state.update_map_end_offset(next_offset)
-            count = sum(b.record_count for b in batches)
             self._after_append(count)
             return AppendInfo(
                 first_offset,
@@ -278,6 +281,9 @@ class Log:
     def _validate_produced(self, buf: bytearray, now: int) -> list[RecordBatch]:
         batches = []
         pos = 0
+        config = self.config
+        # Records are decoded only where semantics demand it (see _validate_records).
+        check_records = config.compact or config.message_timestamp_difference_max_ms < (1 << 62)
         try:
             while pos < len(buf):
                 if len(buf) - pos < HEADER_SIZE:
@@ -285,14 +291,13 @@ class Log:
                 if buf[pos + 16] != 2:
                     raise CorruptRecordError(f"magic {buf[pos + 16]} mixed into a v2 record set")
                 batch = RecordBatch(buf, pos)
-                batch.check_size()
-                if batch.size > self.config.max_message_bytes:
+                if batch.size > config.max_message_bytes:
                     raise errors.RecordTooLargeError(
                         f"batch of {batch.size} bytes exceeds max.message.bytes "
-                        f"{self.config.max_message_bytes}"
+                        f"{config.max_message_bytes}"
                     )
                 batch.validate_from_client()
-                if self.config.compact or self.config.message_timestamp_type == "CreateTime":
+                if check_records:
                     self._validate_records(batch, now)
                 batches.append(batch)
                 pos += batch.size
