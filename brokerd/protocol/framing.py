@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from kio.index import load_request_schema
+from kio.index import load_request_schema, load_response_schema
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.serial import entity_reader, entity_writer
@@ -55,8 +55,13 @@ class Request:
         return self.body is None
 
 
-async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes | None:
-    """The next frame's payload, or None at a clean end of stream between frames."""
+async def read_frame(
+    reader: asyncio.StreamReader, max_bytes: int, min_size: int = FIXED_HEADER.size
+) -> bytes | None:
+    """The next frame's payload, or None at a clean end of stream between frames.
+
+    `min_size` is a request header's; a client reading responses passes 4 (a correlation id).
+    """
     try:
         prefix = await reader.readexactly(SIZE.size)
     except asyncio.IncompleteReadError as exc:
@@ -64,7 +69,7 @@ async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes | No
             return None
         raise FrameError("connection closed inside a size prefix") from exc
     (size,) = SIZE.unpack(prefix)
-    if size < FIXED_HEADER.size:
+    if size < min_size:
         raise FrameError(f"invalid frame size {size}")
     if size > max_bytes:
         raise FrameError(f"frame of {size} bytes exceeds socket.request.max.bytes {max_bytes}")
@@ -130,3 +135,42 @@ def unsupported_api_versions_response(request: Request) -> bytes:
         ),
     )
     return encode_response(request, response)
+
+
+# The client side: requests out, responses in ------------------------------------------------
+def encode_request(body: Any, correlation_id: int, client_id: str | None) -> bytes:
+    """A whole request frame for a kio request entity; its header version follows the body's."""
+    header_type = type(body).__header_schema__
+    values = {
+        "request_api_key": body.__api_key__,
+        "request_api_version": body.__version__,
+        "correlation_id": correlation_id,
+        "client_id": client_id,
+    }
+    names = {f for f in header_type.__dataclass_fields__}
+    header = header_type(**{k: v for k, v in values.items() if k in names})
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")  # size, patched below
+    entity_writer(header_type)(buffer, header)
+    entity_writer(type(body))(buffer, body)
+    frame = buffer.getbuffer()
+    SIZE.pack_into(frame, 0, len(frame) - SIZE.size)
+    return bytes(frame)
+
+
+def response_correlation_id(frame: bytes) -> int:
+    """The correlation id that starts every response header version."""
+    if len(frame) < SIZE.size:
+        raise FrameError("response shorter than its correlation id")
+    return SIZE.unpack_from(frame, 0)[0]
+
+
+def decode_response(frame: bytes, api_key: int, api_version: int) -> Any:
+    """The kio response entity of a response frame (header included) to a known request."""
+    response_type = load_response_schema(api_key, api_version)
+    try:
+        _header, used = entity_reader(response_type.__header_schema__)(frame, 0)
+        body, _ = entity_reader(response_type)(frame, used)
+    except Exception as exc:  # kio raises several types for malformed input
+        raise FrameError(f"malformed {api_name(api_key)} v{api_version} response: {exc}") from exc
+    return body

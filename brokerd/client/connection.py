@@ -1,0 +1,268 @@
+"""One asyncio connection to one broker: pipelined requests matched by correlation id.
+
+Requests are written as soon as they are made; a reader task hands each response to the
+request with its correlation id. The first request on a new connection is ApiVersions, whose
+answer fixes the version of every later request (the highest both sides implement). A lost
+connection fails what is in flight with KafkaConnectionError; the next request reconnects,
+after an exponential backoff if connecting keeps failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import random
+import struct
+import time
+from typing import Any
+
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+
+from brokerd.protocol.errors import ErrorCode
+from brokerd.protocol.framing import (
+    FrameError,
+    decode_response,
+    encode_request,
+    read_frame,
+    response_correlation_id,
+)
+from brokerd.protocol.versions import VersionRange
+
+from .errors import KafkaConnectionError, KafkaResponseError, KafkaTimeoutError
+from .requests import API_NAMES, CLIENT_VERSIONS, materialize, negotiate
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS = 18
+MAX_RESPONSE_BYTES = 0x7FFFFFFF
+CLIENT_SOFTWARE_NAME = "brokerd-client"
+CLIENT_SOFTWARE_VERSION = "0.1"
+_ERROR_CODE = struct.Struct(">h")
+
+
+class BrokerConnection:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        node_id: int | None = None,
+        client_id: str = "brokerd-client",
+        request_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        reconnect_backoff: float = 0.05,
+        reconnect_backoff_max: float = 1.0,
+    ):
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self.client_id = client_id
+        self.request_timeout = request_timeout
+        self.connect_timeout = connect_timeout
+        self.reconnect_backoff = reconnect_backoff
+        self.reconnect_backoff_max = reconnect_backoff_max
+        self.api_versions: dict[int, VersionRange] = {}
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task | None = None
+        self._pending: dict[int, tuple[asyncio.Future, int, int]] = {}
+        self._correlation_ids = itertools.count(1)
+        self._connect_lock = asyncio.Lock()
+        self._drain_lock = asyncio.Lock()
+        self._failures = 0
+        self._next_attempt = 0.0
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and not self._writer.is_closing()
+
+    # Connecting ------------------------------------------------------------------------
+    async def connect(self) -> None:
+        async with self._connect_lock:
+            if self.connected:
+                return
+            if self._closed:
+                raise KafkaConnectionError(f"{self} is closed")
+            delay = self._next_attempt - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            try:
+                await self._open()
+            except Exception as exc:
+                self._failures += 1
+                backoff = min(
+                    self.reconnect_backoff_max,
+                    self.reconnect_backoff * 2 ** (self._failures - 1),
+                )
+                self._next_attempt = time.monotonic() + backoff * random.uniform(0.8, 1.2)
+                self._drop_transport()
+                if isinstance(exc, KafkaConnectionError | KafkaResponseError):
+                    raise
+                raise KafkaConnectionError(
+                    f"cannot connect to {self.host}:{self.port}: {exc}"
+                ) from exc
+            self._failures = 0
+
+    async def _open(self) -> None:
+        self._reader, self._writer = await asyncio.wait_for(
+            asyncio.open_connection(self.host, self.port), self.connect_timeout
+        )
+        self._reader_task = asyncio.create_task(self._read_responses(self._reader))
+        self.api_versions = await self._handshake()
+
+    async def _handshake(self) -> dict[int, VersionRange]:
+        """ApiVersions at our highest version, again lower if the broker says UNSUPPORTED."""
+        version = CLIENT_VERSIONS[API_VERSIONS].max_version
+        while True:
+            body = materialize(
+                API_VERSIONS,
+                version,
+                {
+                    "client_software_name": CLIENT_SOFTWARE_NAME,
+                    "client_software_version": CLIENT_SOFTWARE_VERSION,
+                },
+            )
+            frame = await self._exchange(body, self.connect_timeout, raw=True)
+            (code,) = _ERROR_CODE.unpack_from(frame, 4)
+            if code == ErrorCode.unsupported_version:
+                # Answered in the v0 shape with the versions the broker speaks.
+                response = decode_response(frame, API_VERSIONS, 0)
+                assert isinstance(response, ApiVersionsResponseV0)
+                theirs = {k.api_key: k for k in response.api_keys}.get(API_VERSIONS)
+                lower = theirs.max_version if theirs is not None else 0
+                if lower >= version:
+                    raise KafkaResponseError(code, "ApiVersions refused", str(self))
+                version = lower
+                continue
+            response = decode_response(frame, API_VERSIONS, version)
+            if response.error_code != ErrorCode.none:
+                raise KafkaResponseError(response.error_code, None, f"ApiVersions from {self}")
+            return {
+                int(k.api_key): VersionRange(int(k.min_version), int(k.max_version))
+                for k in response.api_keys
+            }
+
+    # Requests --------------------------------------------------------------------------
+    def version_for(self, api_key: int) -> int:
+        return negotiate(api_key, self.api_versions.get(api_key))
+
+    def supports(self, api_key: int) -> bool:
+        try:
+            self.version_for(api_key)
+        except Exception:
+            return False
+        return True
+
+    async def call(
+        self,
+        api_key: int,
+        values: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        expect_response: bool = True,
+    ) -> Any:
+        """Send the request described by `values` at the negotiated version; its response."""
+        await self.connect()
+        body = materialize(api_key, self.version_for(api_key), values)
+        return await self.send(body, timeout=timeout, expect_response=expect_response)
+
+    async def send(
+        self, body: Any, *, timeout: float | None = None, expect_response: bool = True
+    ) -> Any:
+        """Send a built kio request; its decoded response (None when none is expected)."""
+        await self.connect()
+        return await self._exchange(body, timeout or self.request_timeout, expect_response)
+
+    async def _exchange(
+        self, body: Any, timeout: float, expect_response: bool = True, raw: bool = False
+    ) -> Any:
+        writer = self._writer
+        if writer is None or writer.is_closing():
+            raise KafkaConnectionError(f"{self} is not connected")
+        api_key, version = int(body.__api_key__), int(body.__version__)
+        correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
+        frame = encode_request(body, correlation_id, self.client_id)
+        future: asyncio.Future | None = None
+        if expect_response:
+            future = asyncio.get_running_loop().create_future()
+            self._pending[correlation_id] = (future, api_key, -1 if raw else version)
+        writer.write(frame)
+        try:
+            async with self._drain_lock:
+                await writer.drain()
+        except (ConnectionError, OSError) as exc:
+            self._pending.pop(correlation_id, None)
+            self._connection_lost(exc)
+            raise KafkaConnectionError(f"{self}: send failed: {exc}") from exc
+        if future is None:
+            return None
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            self._pending.pop(correlation_id, None)  # a late answer is dropped by the reader
+            name = API_NAMES.get(api_key, api_key)
+            raise KafkaTimeoutError(f"{name} to {self} got no answer in {timeout}s") from None
+
+    async def _read_responses(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                frame = await read_frame(reader, MAX_RESPONSE_BYTES, min_size=4)
+                if frame is None:
+                    raise ConnectionError("closed by the broker")
+                correlation_id = response_correlation_id(frame)
+                entry = self._pending.pop(correlation_id, None)
+                if entry is None:
+                    continue  # its request timed out
+                future, api_key, version = entry
+                if future.done():
+                    continue
+                if version < 0:
+                    future.set_result(frame)
+                    continue
+                try:
+                    future.set_result(decode_response(frame, api_key, version))
+                except FrameError as exc:
+                    future.set_exception(KafkaConnectionError(str(exc)))
+        except asyncio.CancelledError:
+            self._fail_pending(KafkaConnectionError(f"{self} closed"))
+            raise
+        except (ConnectionError, OSError, FrameError, asyncio.IncompleteReadError) as exc:
+            self._connection_lost(exc)
+
+    # Failure and shutdown --------------------------------------------------------------
+    def _connection_lost(self, exc: BaseException) -> None:
+        log.debug("%s lost: %s", self, exc)
+        self._drop_transport()
+        self._fail_pending(KafkaConnectionError(f"{self} lost: {exc}"))
+
+    def _fail_pending(self, error: Exception) -> None:
+        pending, self._pending = self._pending, {}
+        for future, _, _ in pending.values():
+            if not future.done():
+                future.set_exception(error)
+
+    def _drop_transport(self) -> None:
+        writer, self._writer, self._reader = self._writer, None, None
+        if writer is not None:
+            writer.close()
+        task, self._reader_task = self._reader_task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    async def close(self) -> None:
+        self._closed = True
+        writer, task = self._writer, self._reader_task
+        self._drop_transport()
+        self._fail_pending(KafkaConnectionError(f"{self} closed"))
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
