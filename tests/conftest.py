@@ -41,6 +41,16 @@ def broker(zookeeper, tmp_path_factory):
     process.kill()
 
 
+@pytest.fixture(scope="session")
+def group_broker(zookeeper, tmp_path_factory):
+    """A shared broker for consumer-group tests: groups form at once (no initial delay)."""
+    process = new_broker(
+        zookeeper, tmp_path_factory, num_partitions="3", group_initial_rebalance_delay_ms="0"
+    ).start()
+    yield process
+    process.kill()
+
+
 @pytest.fixture
 def make_broker(zookeeper, tmp_path_factory):
     """Brokers a test owns (restarts, signals, configs); killed afterwards."""

@@ -30,6 +30,15 @@ SUPPORTED: dict[int, VersionRange] = {
     1: VersionRange(4, 12),  # Fetch (v13+ addresses topics by id)
     2: VersionRange(1, 7),  # ListOffsets
     3: VersionRange(0, 12),  # Metadata
+    8: VersionRange(2, 9),  # OffsetCommit (v10 addresses topics by id)
+    9: VersionRange(1, 9),  # OffsetFetch (v8+: several groups; v10 topics by id)
+    10: VersionRange(0, 6),  # FindCoordinator (v4+: batched keys)
+    11: VersionRange(0, 9),  # JoinGroup (v4+: MEMBER_ID_REQUIRED round trip)
+    12: VersionRange(0, 4),  # Heartbeat
+    13: VersionRange(0, 5),  # LeaveGroup (v3+: batched members)
+    14: VersionRange(0, 5),  # SyncGroup
+    15: VersionRange(0, 6),  # DescribeGroups
+    16: VersionRange(0, 5),  # ListGroups
     18: VersionRange(0, 4),  # ApiVersions
     19: VersionRange(2, 7),  # CreateTopics
     20: VersionRange(1, 6),  # DeleteTopics
@@ -39,7 +48,9 @@ SUPPORTED: dict[int, VersionRange] = {
     33: VersionRange(0, 2),  # AlterConfigs
     35: VersionRange(1, 4),  # DescribeLogDirs
     37: VersionRange(0, 3),  # CreatePartitions
+    42: VersionRange(0, 2),  # DeleteGroups
     44: VersionRange(0, 1),  # IncrementalAlterConfigs
+    47: VersionRange(0, 0),  # OffsetDelete
     60: VersionRange(0, 1),  # DescribeCluster
 }
 

@@ -17,6 +17,7 @@ from brokerd.coordination import zk
 from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache
 from brokerd.coordination.producer_ids import ProducerIdManager
+from brokerd.groups.coordinator import GroupCoordinator
 
 from .dispatcher import Dispatcher
 from .fetch_session import FetchSessionCache
@@ -39,6 +40,8 @@ class Broker:
         self.metadata = MetadataCache(self.zk)
         self.controller = Controller(self.zk, self.broker_id, self.metadata)
         self.replicas = ReplicaManager(self)
+        self.groups = GroupCoordinator(self)
+        self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
         self.fetch_sessions = FetchSessionCache(
             config.get("max.incremental.fetch.session.cache.slots")
         )
@@ -79,6 +82,7 @@ class Broker:
         self.metadata.listeners.append(self._on_topics_changed)
         await self.controller.elect()
         self.controller.on_topic_deleted.append(self.replicas.delete_partitions)
+        self.groups.start()  # before leadership: led __consumer_offsets partitions load
         await self.replicas.sync_leadership()
         self.started.set()
         log.info("broker %d started, cluster id %s", self.broker_id, self.metadata.cluster_id)
@@ -99,6 +103,7 @@ class Broker:
             await self.zk.stop()
         except Exception:  # ZooKeeper may be gone; the session then expires by itself
             log.warning("closing the ZooKeeper session failed", exc_info=True)
+        await self.groups.shutdown()
         await self.replicas.shutdown()
         log.info("broker %d stopped", self.broker_id)
 

@@ -9,6 +9,7 @@ does not advertise, ends this connection only: responses already owed are writte
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,12 @@ if TYPE_CHECKING:
     from .broker import Broker
 
 log = logging.getLogger(__name__)
+
+# The peer (host, port) of the connection whose request a handler answers; each request runs
+# in its own task, so this is per request (JoinGroup records it as the member's host).
+current_peer: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
+    "current_peer", default=None
+)
 
 
 @dataclass(slots=True)
@@ -82,6 +89,7 @@ class Connection:
             await self._pending.put((request, handling))
 
     async def _handle(self, request: Request) -> Any:
+        current_peer.set(self.peer)
         if request.unsupported_api_versions:
             return framing.unsupported_api_versions_response(request)
         response = await self.broker.dispatcher.dispatch(request)

@@ -40,6 +40,9 @@ class ReplicaManager:
     def __init__(self, broker: Broker):
         self.broker = broker
         self.leaders: dict[tuple[str, int], LeaderPartition] = {}
+        # callables(gained, lost) with (topic, partition) keys: the group coordinator loads
+        # and unloads __consumer_offsets partitions as leadership moves.
+        self.leadership_listeners: list = []
         self.purgatory = FetchPurgatory()
         self.log_manager = None
         self.cleaner = None  # LogCleanerManager, when log.cleaner.enable
@@ -135,7 +138,9 @@ class ReplicaManager:
             for partition, state in info.states.items():
                 if state.leader == me:
                     wanted[(info.name, partition)] = state
-        for key in set(self.leaders) - set(wanted):
+        lost = set(self.leaders) - set(wanted)
+        gained = set()
+        for key in lost:
             del self.leaders[key]
         for (topic, partition), state in wanted.items():
             current = self.leaders.get((topic, partition))
@@ -149,10 +154,22 @@ class ReplicaManager:
             self.leaders[(topic, partition)] = LeaderPartition(
                 topic, partition, partition_log, state.leader_epoch, list(state.isr)
             )
+            gained.add((topic, partition))
+        self._notify_leadership(gained, lost)
+
+    def _notify_leadership(self, gained: set, lost: set) -> None:
+        if not gained and not lost:
+            return
+        for listener in self.leadership_listeners:
+            try:
+                listener(gained, lost)
+            except Exception:
+                log.exception("leadership listener failed")
 
     async def delete_partitions(self, topic: str, partitions: Sequence[int]) -> None:
         for partition in partitions:
-            self.leaders.pop((topic, partition), None)
+            if self.leaders.pop((topic, partition), None) is not None:
+                self._notify_leadership(set(), {(topic, partition)})
             await asyncio.to_thread(self.log_manager.delete_log, topic, partition)
 
     def leader(self, topic: str, partition: int) -> LeaderPartition:

@@ -1,0 +1,337 @@
+"""`__consumer_offsets`: which partition holds a group, and Kafka's record schemas in it.
+
+Keys start with an int16 version: 0 and 1 are offset commits (group, topic, partition),
+2 is group metadata (group). Values carry their own int16 version. We write what Kafka's
+classic coordinator writes (offset value v3, or v1 when the commit asked for an explicit
+retention; group value v3), so Kafka's OffsetsMessageFormatter and GroupMetadataManager can
+read our records, and we read every version Kafka may have written (0-4, 4 being flexible).
+A null value is a tombstone: the offset or the group is gone.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+TOPIC = "__consumer_offsets"
+
+OFFSET_KEY_VERSION = 1  # versions 0 and 1 are the same offset-commit key
+GROUP_KEY_VERSION = 2
+OFFSET_VALUE_VERSION = 3
+OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
+GROUP_VALUE_VERSION = 3
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+# The partition formula ---------------------------------------------------------------------
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16 code units, in int32."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def kafka_abs(n: int) -> int:
+    """Kafka's Utils.abs: Math.abs, except that Integer.MIN_VALUE maps to 0, not itself."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    """GroupMetadataManager.partitionFor: Utils.abs(groupId.hashCode) % partitions."""
+    return kafka_abs(java_string_hash(group_id)) % num_partitions
+
+
+def topic_configs(segment_bytes: int) -> dict[str, str]:
+    """The overrides Kafka gives the topic when it creates it."""
+    return {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": str(segment_bytes),
+    }
+
+
+# Records ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    group: str
+
+
+@dataclass
+class OffsetValue:
+    offset: int
+    metadata: str
+    commit_timestamp: int
+    leader_epoch: int = -1
+    expire_timestamp: int = -1  # only in value v1: an explicit retention was asked for
+
+
+@dataclass
+class MemberRecord:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass
+class GroupValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int = -1
+    members: list[MemberRecord] = field(default_factory=list)
+
+
+class RecordFormatError(ValueError):
+    """A record in __consumer_offsets that no known schema reads."""
+
+
+# Encoding (non-flexible versions) -------------------------------------------------------------
+def _string(text: str | None) -> bytes:
+    if text is None:
+        return _I16.pack(-1)
+    data = text.encode("utf-8")
+    return _I16.pack(len(data)) + data
+
+
+def _bytes(data: bytes | None) -> bytes:
+    if data is None:
+        return _I32.pack(-1)
+    return _I32.pack(len(data)) + data
+
+
+def offset_key(group: str, topic: str, partition: int) -> bytes:
+    return _I16.pack(OFFSET_KEY_VERSION) + _string(group) + _string(topic) + _I32.pack(partition)
+
+
+def group_key(group: str) -> bytes:
+    return _I16.pack(GROUP_KEY_VERSION) + _string(group)
+
+
+def offset_value(value: OffsetValue) -> bytes:
+    if value.expire_timestamp >= 0:
+        return (
+            _I16.pack(OFFSET_VALUE_VERSION_WITH_EXPIRY)
+            + _I64.pack(value.offset)
+            + _string(value.metadata)
+            + _I64.pack(value.commit_timestamp)
+            + _I64.pack(value.expire_timestamp)
+        )
+    return (
+        _I16.pack(OFFSET_VALUE_VERSION)
+        + _I64.pack(value.offset)
+        + _I32.pack(value.leader_epoch)
+        + _string(value.metadata)
+        + _I64.pack(value.commit_timestamp)
+    )
+
+
+def group_value(value: GroupValue) -> bytes:
+    out = [
+        _I16.pack(GROUP_VALUE_VERSION),
+        _string(value.protocol_type),
+        _I32.pack(value.generation),
+        _string(value.protocol),
+        _string(value.leader),
+        _I64.pack(value.current_state_timestamp),
+        _I32.pack(len(value.members)),
+    ]
+    for member in value.members:
+        out += [
+            _string(member.member_id),
+            _string(member.group_instance_id),
+            _string(member.client_id),
+            _string(member.client_host),
+            _I32.pack(member.rebalance_timeout),
+            _I32.pack(member.session_timeout),
+            _bytes(member.subscription),
+            _bytes(member.assignment),
+        ]
+    return b"".join(out)
+
+
+# Decoding (every version) ---------------------------------------------------------------------
+class _Reader:
+    def __init__(self, data: bytes, flexible: bool = False):
+        self.data = memoryview(data)
+        self.pos = 0
+        self.flexible = flexible
+
+    def _take(self, size: int) -> memoryview:
+        if size < 0 or self.pos + size > len(self.data):
+            raise RecordFormatError("record is shorter than its schema")
+        chunk = self.data[self.pos : self.pos + size]
+        self.pos += size
+        return chunk
+
+    def int16(self) -> int:
+        return _I16.unpack(self._take(2))[0]
+
+    def int32(self) -> int:
+        return _I32.unpack(self._take(4))[0]
+
+    def int64(self) -> int:
+        return _I64.unpack(self._take(8))[0]
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            byte = self._take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 35:
+                raise RecordFormatError("varint is too long")
+
+    def _length(self, wide: bool) -> int:
+        if self.flexible:
+            return self.uvarint() - 1
+        return self.int32() if wide else self.int16()
+
+    def string(self, nullable: bool = False) -> str | None:
+        size = self._length(False)
+        if size < 0:
+            if nullable:
+                return None
+            raise RecordFormatError("null in a non-nullable string")
+        return bytes(self._take(size)).decode("utf-8")
+
+    def bytes_(self) -> bytes:
+        size = self._length(True)
+        return b"" if size < 0 else bytes(self._take(size))
+
+    def array_length(self) -> int:
+        return self._length(True)
+
+    def skip_tags(self) -> None:
+        if self.flexible:
+            for _ in range(self.uvarint()):
+                self.uvarint()
+                self._take(self.uvarint())
+
+
+def decode_key(data: bytes) -> OffsetKey | GroupKey:
+    reader = _Reader(data)
+    version = reader.int16()
+    if version in (0, 1):
+        return OffsetKey(reader.string(), reader.string(), reader.int32())
+    if version == 2:
+        return GroupKey(reader.string())
+    raise RecordFormatError(f"unknown __consumer_offsets key version {version}")
+
+
+def decode_offset_value(data: bytes) -> OffsetValue:
+    reader = _Reader(data)
+    version = reader.int16()
+    if not 0 <= version <= 4:
+        raise RecordFormatError(f"unknown offset value version {version}")
+    reader.flexible = version >= 4
+    offset = reader.int64()
+    leader_epoch = reader.int32() if version >= 3 else -1
+    metadata = reader.string()
+    commit_timestamp = reader.int64()
+    expire_timestamp = reader.int64() if version == 1 else -1
+    reader.skip_tags()
+    return OffsetValue(offset, metadata, commit_timestamp, leader_epoch, expire_timestamp)
+
+
+def decode_group_value(data: bytes) -> GroupValue:
+    reader = _Reader(data)
+    version = reader.int16()
+    if not 0 <= version <= 4:
+        raise RecordFormatError(f"unknown group metadata value version {version}")
+    reader.flexible = version >= 4
+    value = GroupValue(
+        protocol_type=reader.string(),
+        generation=reader.int32(),
+        protocol=reader.string(nullable=True),
+        leader=reader.string(nullable=True),
+    )
+    if version >= 2:
+        value.current_state_timestamp = reader.int64()
+    for _ in range(max(reader.array_length(), 0)):
+        member_id = reader.string()
+        instance_id = reader.string(nullable=True) if version >= 3 else None
+        client_id = reader.string()
+        client_host = reader.string()
+        rebalance_timeout = reader.int32() if version >= 1 else -1
+        session_timeout = reader.int32()
+        if rebalance_timeout < 0:
+            rebalance_timeout = session_timeout
+        subscription = reader.bytes_()
+        assignment = reader.bytes_()
+        reader.skip_tags()
+        value.members.append(
+            MemberRecord(
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                subscription,
+                assignment,
+            )
+        )
+    reader.skip_tags()
+    return value
+
+
+def decode_record(
+    key: bytes | None, value: bytes | None
+) -> tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]:
+    """A record of the topic as (key, value); value None is a tombstone."""
+    if key is None:
+        raise RecordFormatError("__consumer_offsets record without a key")
+    decoded = decode_key(key)
+    if value is None:
+        return decoded, None
+    if isinstance(decoded, OffsetKey):
+        return decoded, decode_offset_value(value)
+    return decoded, decode_group_value(value)
+
+
+def describe_record(key: bytes | None, value: bytes | None) -> str:
+    """One line in the shape of Kafka's OffsetsMessageFormatter / GroupMetadataMessageFormatter."""
+    decoded_key, decoded_value = decode_record(key, value)
+    if isinstance(decoded_key, OffsetKey):
+        left = f"[{decoded_key.group},{decoded_key.topic},{decoded_key.partition}]"
+        if decoded_value is None:
+            return f"{left}::NULL"
+        epoch = decoded_value.leader_epoch
+        expire = decoded_value.expire_timestamp
+        return (
+            f"{left}::OffsetAndMetadata(offset={decoded_value.offset}, "
+            f"leaderEpoch={'Optional[' + str(epoch) + ']' if epoch >= 0 else 'Optional.empty'}, "
+            f"metadata={decoded_value.metadata}, "
+            f"commitTimestamp={decoded_value.commit_timestamp}, "
+            f"expireTimestamp={expire if expire >= 0 else 'None'})"
+        )
+    if decoded_value is None:
+        return f"{decoded_key.group}::NULL"
+    members = ",".join(
+        f"{m.member_id}={m.client_id}@{m.client_host}" for m in decoded_value.members
+    )
+    return (
+        f"{decoded_key.group}::GroupMetadata(protocolType={decoded_value.protocol_type}, "
+        f"generation={decoded_value.generation}, protocol={decoded_value.protocol}, "
+        f"leader={decoded_value.leader}, members=[{members}])"
+    )
