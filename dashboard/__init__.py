@@ -1,0 +1,1 @@
+"""The Django platform around the brokers: REST admin, live pages, maintenance."""

@@ -1,0 +1,74 @@
+"""Errors as 4xx/503 JSON in REST Proxy v3's shape: {"error_code": status, "message": ...}.
+
+Kafka error codes from the brokers map to the HTTP status a REST client expects (unknown
+topic 404, exists 409, invalid input 400, retriable 503); nothing a caller sends turns
+into a 500.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from brokerd.client.errors import (
+    ErrorCode,
+    KafkaConnectionError,
+    KafkaResponseError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+)
+from dashboard.core.admin_api import AdminApiError
+
+KAFKA_STATUS = {
+    ErrorCode.unknown_topic_or_partition: status.HTTP_404_NOT_FOUND,
+    ErrorCode.topic_already_exists: status.HTTP_409_CONFLICT,
+    ErrorCode.group_id_not_found: status.HTTP_404_NOT_FOUND,
+    ErrorCode.non_empty_group: status.HTTP_409_CONFLICT,
+    ErrorCode.topic_authorization_failed: status.HTTP_403_FORBIDDEN,
+    ErrorCode.cluster_authorization_failed: status.HTTP_403_FORBIDDEN,
+    ErrorCode.group_authorization_failed: status.HTTP_403_FORBIDDEN,
+    ErrorCode.offset_out_of_range: status.HTTP_416_REQUESTED_RANGE_NOT_SATISFIABLE,
+}
+
+
+class ServiceUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "the cluster is unavailable"
+
+
+def kafka_status(exc: KafkaResponseError) -> int:
+    if exc.error_code in KAFKA_STATUS:
+        return KAFKA_STATUS[exc.error_code]
+    if exc.retriable:
+        return status.HTTP_503_SERVICE_UNAVAILABLE
+    return status.HTTP_400_BAD_REQUEST
+
+
+def error_body(code: int, message: str, **extra) -> dict:
+    return {"error_code": code, "message": message, **extra}
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, KafkaResponseError):
+        code = kafka_status(exc)
+        return Response(error_body(code, str(exc), kafka_error=exc.name), status=code)
+    if isinstance(exc, KafkaConnectionError | KafkaTimeoutError | UnsupportedVersionError):
+        return Response(error_body(503, str(exc)), status=503)
+    if isinstance(exc, AdminApiError):
+        # Our own misconfiguration (token, endpoint) is a gateway problem, not the caller's.
+        code = exc.status if 400 <= exc.status < 500 and exc.status != 401 else 502
+        return Response(error_body(code, exc.message), status=code)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or "not found")
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    detail = response.data
+    if isinstance(detail, dict) and set(detail) == {"detail"}:
+        message, extra = str(detail["detail"]), {}
+    else:
+        message, extra = "invalid request", {"errors": detail}
+    response.data = error_body(response.status_code, message, **extra)
+    return response

@@ -1,0 +1,30 @@
+"""/api/v3/ routes in REST Proxy v3's layout."""
+
+from django.urls import path
+
+from . import views_clusters as clusters
+from . import views_partitions as partitions
+from . import views_records as records
+from . import views_topics as topics
+
+C = "clusters/<str:cluster_id>"
+T = f"{C}/topics/<str:topic_name>"
+P = f"{T}/partitions/<int:partition_id>"
+
+urlpatterns = [
+    path("clusters", clusters.ClusterList.as_view(), name="clusters"),
+    path(C, clusters.ClusterDetail.as_view(), name="cluster"),
+    path(f"{C}/brokers", clusters.BrokerList.as_view(), name="brokers"),
+    path(f"{C}/brokers/<int:broker_id>", clusters.BrokerDetail.as_view(), name="broker"),
+    path(f"{C}/topics", topics.TopicList.as_view(), name="topics"),
+    path(T, topics.TopicDetail.as_view(), name="topic"),
+    path(f"{T}/configs", topics.TopicConfigList.as_view(), name="topic-configs"),
+    path(f"{T}/configs:alter", topics.TopicConfigAlter.as_view(), name="topic-configs-alter"),
+    path(f"{T}/configs/<str:name>", topics.TopicConfigDetail.as_view(), name="topic-config"),
+    path(f"{T}/partitions", partitions.PartitionList.as_view(), name="partitions"),
+    path(P, partitions.PartitionDetail.as_view(), name="partition"),
+    path(f"{P}/replicas", partitions.ReplicaList.as_view(), name="replicas"),
+    path(f"{P}/replicas/<int:broker_id>", partitions.ReplicaDetail.as_view(), name="replica"),
+    path(f"{P}/segments", partitions.SegmentList.as_view(), name="segments"),
+    path(f"{T}/records", records.RecordList.as_view(), name="records"),
+]

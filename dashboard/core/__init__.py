@@ -1,0 +1,1 @@
+"""Models of the platform, roles, and access to clusters (brokerd.client + admin API)."""

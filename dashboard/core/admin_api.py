@@ -1,0 +1,121 @@
+"""Client of the brokers' admin HTTP API (brokerd/admin, docs/admin-api.md).
+
+Endpoints come from the cluster's `admin_endpoints` (broker id -> base URL) or, when that is
+empty, from the brokers' ZooKeeper registrations (`admin_endpoint` in /brokers/ids/<id>).
+The bearer token is resolved server-side from the cluster's token reference and never leaves
+this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from .models import Cluster
+
+DISCOVERY_TTL_S = 30.0
+_discovered: dict[str, tuple[float, dict[int, str]]] = {}
+
+
+class AdminApiError(Exception):
+    """The admin API answered with an error, or could not be reached."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def discover_from_zookeeper(zookeeper_connect: str) -> dict[int, str]:
+    """broker id -> admin URL from /brokers/ids/<id> (cached for a while)."""
+    cached = _discovered.get(zookeeper_connect)
+    if cached and time.monotonic() - cached[0] < DISCOVERY_TTL_S:
+        return cached[1]
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=zookeeper_connect, timeout=5.0, read_only=True)
+    endpoints: dict[int, str] = {}
+    try:
+        zk.start(timeout=5.0)
+        if zk.exists("/brokers/ids"):
+            for child in zk.get_children("/brokers/ids"):
+                data, _ = zk.get(f"/brokers/ids/{child}")
+                url = json.loads(data or b"{}").get("admin_endpoint")
+                if url and child.isdigit():
+                    endpoints[int(child)] = url
+    finally:
+        zk.stop()
+        zk.close()
+    _discovered[zookeeper_connect] = (time.monotonic(), endpoints)
+    return endpoints
+
+
+class AdminApi:
+    def __init__(self, cluster: Cluster, timeout: float = 10.0):
+        self.cluster = cluster
+        self.timeout = timeout
+        self._token = cluster.admin_token()
+        self._endpoints: dict[int, str] | None = None
+
+    def endpoints(self) -> dict[int, str]:
+        if self._endpoints is None:
+            configured = {int(k): v for k, v in (self.cluster.admin_endpoints or {}).items()}
+            if not configured and self.cluster.zookeeper_connect:
+                configured = discover_from_zookeeper(self.cluster.zookeeper_connect)
+            self._endpoints = configured
+        return self._endpoints
+
+    @property
+    def available(self) -> bool:
+        return bool(self.endpoints())
+
+    def request(
+        self, broker_id: int, method: str, path: str, body: dict | None = None
+    ) -> dict[str, Any]:
+        base = self.endpoints().get(broker_id)
+        if base is None:
+            raise AdminApiError(404, f"no admin API endpoint known for broker {broker_id}")
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(base.rstrip("/") + path, data=data, method=method)
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self._token:
+            request.add_header("Authorization", f"Bearer {self._token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.loads(exc.read())["error"]["message"]
+            except Exception:
+                message = exc.reason
+            raise AdminApiError(exc.code, f"broker {broker_id} admin API: {message}") from None
+        except (OSError, ValueError) as exc:
+            raise AdminApiError(503, f"broker {broker_id} admin API unreachable: {exc}") from None
+
+    def get(self, broker_id: int, path: str) -> dict[str, Any]:
+        return self.request(broker_id, "GET", path)
+
+    async def aget(self, broker_id: int, path: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.get, broker_id, path)
+
+    # The calls the platform makes -------------------------------------------------------
+    def partition(self, broker_id: int, topic: str, partition: int) -> dict[str, Any]:
+        return self.get(broker_id, f"/v1/partitions/{_q(topic)}/{partition}")
+
+    def topic_partitions(self, broker_id: int, topic: str) -> dict[str, Any]:
+        return self.get(broker_id, f"/v1/partitions/{_q(topic)}")
+
+    def segments(self, broker_id: int, topic: str, partition: int, entries: bool = False):
+        suffix = "?entries=true" if entries else ""
+        return self.get(broker_id, f"/v1/partitions/{_q(topic)}/{partition}/segments{suffix}")
+
+
+def _q(topic: str) -> str:
+    return urllib.parse.quote(topic, safe="")

@@ -1,0 +1,193 @@
+"""What the platform stores: clusters it watches, maintenance, Spark loads, history, audit.
+
+Live state (brokers, topics, offsets) is never stored here: it is read from the cluster.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+cluster_name_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+    "letters, digits, '.', '_' and '-' (it is the cluster id in URLs)",
+)
+
+
+def validate_token_ref(value: str) -> None:
+    if value and not (value.startswith("env:") or value.startswith("file:")):
+        raise ValidationError("a token reference is env:VARIABLE or file:/path")
+
+
+class Cluster(models.Model):
+    """A Kafka-compatible cluster the dashboard watches and operates."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[cluster_name_validator])
+    bootstrap_servers = models.CharField(
+        max_length=1000, help_text="host:port[,host:port...] of the Kafka listeners"
+    )
+    admin_endpoints = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="broker id -> admin API base URL; when empty they are discovered from "
+        "ZooKeeper registrations (admin_endpoint in /brokers/ids/<id>)",
+    )
+    zookeeper_connect = models.CharField(max_length=1000, blank=True)
+    # A reference, not the token: env:NAME or file:/path, resolved server-side only.
+    admin_token_ref = models.CharField(max_length=1000, blank=True, validators=[validate_token_ref])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [
+            ("operate_cluster", "Can change topics, configs, groups, maintenance and loads"),
+            ("manage_users", "Can manage users and roles"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def admin_token(self) -> str | None:
+        """The admin API token; never serialised, never sent to a browser."""
+        ref = self.admin_token_ref
+        if ref.startswith("env:"):
+            return os.environ.get(ref[4:]) or None
+        if ref.startswith("file:"):
+            try:
+                return Path(ref[5:]).read_text().strip() or None
+            except OSError:
+                return None
+        return None
+
+
+class MaintenanceAction(models.TextChoices):
+    RETENTION = "retention", "Enforce retention"
+    COMPACTION = "compaction", "Run compaction"
+
+
+class MaintenanceSchedule(models.Model):
+    """A recurring maintenance action; Celery beat's PeriodicTask carries the timing."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="schedules")
+    action = models.CharField(max_length=20, choices=MaintenanceAction.choices)
+    topic = models.CharField(max_length=249, blank=True, help_text="empty: every topic")
+    partition = models.IntegerField(null=True, blank=True)
+    periodic_task = models.OneToOneField(
+        "django_celery_beat.PeriodicTask", null=True, blank=True, on_delete=models.SET_NULL
+    )
+    enabled = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class MaintenanceRun(models.Model):
+    """One execution: asked of the owning broker, with what it reported doing."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="runs")
+    schedule = models.ForeignKey(
+        MaintenanceSchedule, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    action = models.CharField(max_length=20, choices=MaintenanceAction.choices)
+    topic = models.CharField(max_length=249, blank=True)
+    partition = models.IntegerField(null=True, blank=True)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PENDING)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["cluster", "-created_at"])]
+
+
+class SparkLoad(models.Model):
+    """A Spark batch load launched from the UI (topic range -> output, or back)."""
+
+    class Direction(models.TextChoices):
+        EXPORT = "export", "Topic to output"
+        IMPORT = "import", "Output to topic"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="spark_loads")
+    direction = models.CharField(max_length=10, choices=Direction.choices, default="export")
+    topic = models.CharField(max_length=249)
+    # {"partitions": [...], "start": {"offset"|"timestamp": n}, "end": {...}}
+    range = models.JSONField(default=dict, blank=True)
+    output = models.CharField(max_length=2000, help_text="path or URI written (or read)")
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PENDING)
+    progress = models.FloatField(default=0.0, help_text="0.0 to 1.0")
+    log_path = models.CharField(max_length=2000, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    celery_task_id = models.CharField(max_length=255, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class HistorySample(models.Model):
+    """A point of lag or throughput history (kept by the platform, not the brokers)."""
+
+    class Kind(models.TextChoices):
+        LAG = "lag"
+        THROUGHPUT = "throughput"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="history")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    topic = models.CharField(max_length=249, blank=True)
+    group = models.CharField(max_length=255, blank=True)
+    partition = models.IntegerField(null=True, blank=True)
+    value = models.FloatField()
+    timestamp = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["cluster", "kind", "group", "timestamp"]),
+            models.Index(fields=["cluster", "kind", "topic", "timestamp"]),
+        ]
+
+
+class AuditLog(models.Model):
+    """Every change made through the platform: who, what, when, on what, and the outcome."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    username = models.CharField(max_length=150, blank=True)  # survives user deletion
+    cluster = models.ForeignKey(Cluster, null=True, blank=True, on_delete=models.SET_NULL)
+    action = models.CharField(max_length=100)
+    target = models.CharField(max_length=1000)
+    details = models.JSONField(default=dict, blank=True)
+    succeeded = models.BooleanField()
+    result = models.TextField(blank=True)
+    timestamp = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-timestamp"]
+
+    def __str__(self) -> str:
+        outcome = "ok" if self.succeeded else "failed"
+        return f"{self.timestamp:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.target} {outcome}"

@@ -1,0 +1,1 @@
+"""Live pages: Django templates kept current over Channels WebSockets by a collector."""

@@ -1,0 +1,169 @@
+"""The collector: polls one cluster about once a second and pushes snapshots to Channels groups.
+
+It runs inside daphne, one per cluster, started by the first WebSocket subscriber and
+stopped a little after the last one leaves (`subscribe` / `unsubscribe`); browsers never
+talk to brokers. The cluster overview is always collected; topic snapshots (partitions with
+HW and per-replica LEO) only for topics someone is watching. Chosen over a separate
+management command because the subscribers, and so the topics worth polling, live in the
+daphne process; with several daphnes each polls for its own viewers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import weakref
+from collections import Counter
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from brokerd.client.errors import KafkaClientError
+from dashboard.core import snapshots
+from dashboard.core.admin_api import AdminApi, AdminApiError
+from dashboard.core.kafka import KafkaOps, kafka_client
+from dashboard.core.models import Cluster
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 5.0
+
+
+def overview_group(cluster_name: str) -> str:
+    return f"overview.{_digest(cluster_name)}"
+
+
+def topic_group(cluster_name: str, topic: str) -> str:
+    # Group names are limited to 100 ASCII characters; topic names may be 249.
+    return f"topic.{_digest(cluster_name + chr(0) + topic)}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:20]
+
+
+class ClusterCollector:
+    def __init__(self, cluster_name: str, interval: float | None = None):
+        self.cluster_name = cluster_name
+        self.interval = interval if interval is not None else settings.COLLECTOR_INTERVAL_S
+        self.topics: Counter[str] = Counter()  # watched topic -> subscribers
+        self.subscribers = 0
+        self.latest_overview: dict[str, Any] | None = None
+        self.latest_topics: dict[str, dict[str, Any]] = {}
+        self._task: asyncio.Task | None = None
+        self._stop_timer: asyncio.TimerHandle | None = None
+
+    # Lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self.run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    # The loop ----------------------------------------------------------------------------
+    async def run(self) -> None:
+        layer = get_channel_layer()
+        cluster = await database_sync_to_async(Cluster.objects.get)(name=self.cluster_name)
+        admin = AdminApi(cluster)
+        client = kafka_client(cluster)
+        ops = KafkaOps(client)
+        try:
+            while True:
+                await self.collect_once(ops, admin, layer)
+                await asyncio.sleep(self.interval)
+        finally:
+            await client.close()
+
+    async def collect_once(self, ops: KafkaOps, admin: AdminApi, layer) -> None:
+        try:
+            metadata = await ops.refresh()
+            overview = snapshots.overview(metadata)
+            overview["error"] = None
+        except KafkaClientError as exc:
+            overview = {**(self.latest_overview or {}), "error": f"cluster unreachable: {exc}"}
+        overview["cluster_id"] = self.cluster_name
+        self.latest_overview = overview
+        await layer.group_send(
+            overview_group(self.cluster_name),
+            {"type": "snapshot", "payload": self._wrap("overview", overview)},
+        )
+        for topic in [t for t, n in self.topics.items() if n > 0]:
+            try:
+                partitions = await snapshots.topic_partitions(ops, admin, topic)
+                data = {"topic_name": topic, "partitions": partitions, "error": None}
+            except (KafkaClientError, AdminApiError) as exc:
+                data = {"topic_name": topic, "partitions": [], "error": str(exc)}
+            self.latest_topics[topic] = data
+            await layer.group_send(
+                topic_group(self.cluster_name, topic),
+                {"type": "snapshot", "payload": self._wrap("topic", data)},
+            )
+
+    def _wrap(self, kind: str, data: dict) -> dict:
+        return {"kind": kind, "cluster_id": self.cluster_name, "data": data}
+
+    # Subscriptions -----------------------------------------------------------------------
+    def subscribe(self, topic: str | None = None) -> None:
+        self.subscribers += 1
+        if topic is not None:
+            self.topics[topic] += 1
+        if self._stop_timer is not None:
+            self._stop_timer.cancel()
+            self._stop_timer = None
+        self.start()
+
+    def unsubscribe(self, topic: str | None = None) -> None:
+        self.subscribers -= 1
+        if topic is not None:
+            self.topics[topic] -= 1
+            if self.topics[topic] <= 0:
+                del self.topics[topic]
+                self.latest_topics.pop(topic, None)
+        if self.subscribers <= 0:
+            loop = asyncio.get_running_loop()
+            self._stop_timer = loop.call_later(
+                STOP_GRACE_S, lambda: loop.create_task(self._stop_if_idle())
+            )
+
+    async def _stop_if_idle(self) -> None:
+        if self.subscribers <= 0:
+            await self.stop()
+            _registry().pop(self.cluster_name, None)
+
+    def snapshot_for(self, topic: str | None) -> dict | None:
+        if topic is None:
+            return self.latest_overview and self._wrap("overview", self.latest_overview)
+        data = self.latest_topics.get(topic)
+        return data and self._wrap("topic", data)
+
+
+# Per event loop (daphne has one; tests make several), then per cluster.
+_collectors: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ClusterCollector]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _registry() -> dict[str, ClusterCollector]:
+    return _collectors.setdefault(asyncio.get_running_loop(), {})
+
+
+def collector_for(cluster_name: str) -> ClusterCollector:
+    """The collector of a cluster in this process (started by its first subscriber)."""
+    registry = _registry()
+    collector = registry.get(cluster_name)
+    if collector is None:
+        collector = registry[cluster_name] = ClusterCollector(cluster_name)
+    return collector

@@ -1,0 +1,22 @@
+"""Pages, the REST admin (/api/v3/), its OpenAPI schema and docs, login, Django admin."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from dashboard.live import views as live
+
+urlpatterns = [
+    path("", live.overview, name="overview"),
+    path("clusters/<str:cluster_id>/", live.overview, name="cluster-overview"),
+    path("clusters/<str:cluster_id>/topics/<str:topic_name>/", live.topic, name="topic-page"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/v3/", include(("dashboard.api.urls", "api"))),
+    # Token clients read the schema too, so DRF (not the login redirect) checks the user.
+    path("api/schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]
