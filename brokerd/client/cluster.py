@@ -246,16 +246,17 @@ class Cluster:
                 await asyncio.sleep(self.retry_backoff * attempt)
                 await self.refresh_metadata({topic for topic, _ in pending})
             by_leader: dict[int, dict[TopicPartition, T]] = defaultdict(dict)
+            unroutable: dict[TopicPartition, Any] = {}
             for tp, item in pending.items():
                 try:
                     by_leader[await self.leader_for(*tp)][tp] = item
                 except KafkaResponseError as exc:
-                    results[tp] = exc
+                    unroutable[tp] = exc
             answers = await asyncio.gather(
                 *(self._send_to_leader(n, group, send) for n, group in by_leader.items())
             )
             pending = {}
-            for answer in answers:
+            for answer in (unroutable, *answers):
                 for tp, result in answer.items():
                     results[tp] = result
                     if _needs_routing_retry(result):

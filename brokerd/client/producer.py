@@ -15,6 +15,7 @@ fatal error) is not deduplicated against it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 from collections import deque
@@ -253,14 +254,18 @@ class Producer:
                 if not exc.retriable:
                     break
                 if exc.needs_metadata_refresh:
-                    await self.cluster.refresh_metadata([batch.topic])
+                    await self._refresh(batch.topic)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 last_error = exc
-                await self.cluster.refresh_metadata([batch.topic])
+                await self._refresh(batch.topic)
         if self.idempotent:
             self._needs_new_id = True
         assert last_error is not None
         raise last_error
+
+    async def _refresh(self, topic: str) -> None:
+        with contextlib.suppress(KafkaClientError):  # the next attempt reports what fails
+            await self.cluster.refresh_metadata([topic])
 
     async def _send_once(self, batch: ProducedBatch) -> BatchResult:
         leader = await self.cluster.leader_for(batch.topic, batch.partition)
