@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from .admin import AdminClient
 from .cluster import Cluster
 from .consumer import Consumer
+from .errors import KafkaClientError
 from .producer import Producer
 
 T = TypeVar("T")
@@ -37,6 +38,9 @@ class LoopThread:
         self.loop.run_forever()
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        if self.loop.is_closed():
+            coroutine.close()
+            raise KafkaClientError("the client is closed")
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
