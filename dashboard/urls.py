@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -18,5 +18,10 @@ urlpatterns = [
     path("api/v3/", include(("dashboard.api.urls", "api"))),
     # Token clients read the schema too, so DRF (not the login redirect) checks the user.
     path("api/schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # DRF marks its views login_not_required; the docs page is for people: send them to log in.
+    path(
+        "api/docs/",
+        login_required(SpectacularSwaggerView.as_view(url_name="schema")),
+        name="api-docs",
+    ),
 ]

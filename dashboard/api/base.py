@@ -17,13 +17,8 @@ T = TypeVar("T")
 
 
 class ApiView(APIView):
-    @classmethod
-    def as_view(cls, **initkwargs):
-        view = super().as_view(**initkwargs)
-        # DRF authenticates (session or token) and answers 401/403 itself; the site-wide
-        # LoginRequiredMiddleware would otherwise redirect token clients to the login page.
-        view.login_required = False
-        return view
+    # DRF marks its views login_not_required: it authenticates (token or session) and
+    # answers 401/403 itself instead of LoginRequiredMiddleware's redirect to the login page.
 
     def audited(
         self,
