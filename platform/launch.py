@@ -1,4 +1,6 @@
-"""Start the local platform on loopback: ZooKeeper, Redis and a broker (`make run`).
+"""Start the local platform on loopback: ZooKeeper, Redis, a broker and the dashboard
+(daphne; the database migrated, the first admin user created, the broker registered) for
+`make run`.
 
 Everything keeps its state under var/ at the repository root. Ctrl-C or SIGTERM stops all
 of them; if one dies, the others are stopped too. This directory is not a Python package
@@ -53,12 +55,19 @@ def wait_for_port(port: int, process: subprocess.Popen, name: str, timeout: floa
     raise SystemExit(f"launch: {name} did not listen on port {port} within {timeout:.0f}s")
 
 
-def spawn(name: str, command: list[str], cwd: Path = ROOT) -> subprocess.Popen:
+def spawn(
+    name: str, command: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.Popen:
     logs = VAR / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_file = open(logs / f"{name}.log", "ab")  # noqa: SIM115 - lives with the process
     return subprocess.Popen(
-        command, cwd=cwd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
@@ -124,6 +133,40 @@ def start_broker(broker_id: int, port: int, zk_port: int) -> subprocess.Popen:
     return process
 
 
+def dashboard_env(redis_port: int) -> dict[str, str]:
+    return {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0"}
+
+
+def prepare_dashboard(env: dict[str, str], broker_port: int, zk_port: int) -> None:
+    """Migrate, create (and print) the first admin user, register the local cluster."""
+    token = VAR / "broker-1" / "logs" / "admin.token"
+    for args in (
+        ["migrate", "--no-input", "-v0"],
+        ["bootstrap_admin"],
+        [
+            "register_cluster",
+            "local",
+            f"--bootstrap-servers=127.0.0.1:{broker_port}",
+            f"--zookeeper-connect=127.0.0.1:{zk_port}/brokerd",
+            f"--admin-token-ref=file:{token}",
+        ],
+    ):
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        if result.returncode != 0:
+            raise SystemExit(f"launch: manage.py {args[0]} failed:\n{result.stderr}")
+        if args[0] == "bootstrap_admin":
+            print(f"dashboard: {result.stdout.strip()}", flush=True)
+
+
+def start_dashboard(port: int, env: dict[str, str]) -> subprocess.Popen:
+    command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    process = spawn("daphne", [*command, "dashboard.asgi:application"], env=env)
+    wait_for_port(port, process, "daphne")
+    return process
+
+
 def stop_all(processes: list[tuple[str, subprocess.Popen]]) -> None:
     """Brokers first (they close their ZooKeeper sessions), then the services."""
     for _name, process in reversed(processes):
@@ -141,11 +184,13 @@ def main() -> int:
     parser.add_argument("--zookeeper-port", type=int, default=2181)
     parser.add_argument("--redis-port", type=int, default=6379)
     parser.add_argument("--broker-port", type=int, default=9092)
+    parser.add_argument("--web-port", type=int, default=8000)
     args = parser.parse_args()
     for name, port in (
         ("ZooKeeper", args.zookeeper_port),
         ("Redis", args.redis_port),
         ("broker", args.broker_port),
+        ("the dashboard", args.web_port),
     ):
         if not port_free(port):
             print(f"launch: port {port} for {name} is in use", file=sys.stderr)
@@ -165,11 +210,15 @@ def main() -> int:
         processes.append(("zookeeper", start_zookeeper(args.zookeeper_port)))
         processes.append(("redis", start_redis(args.redis_port)))
         processes.append(("broker-1", start_broker(1, args.broker_port, args.zookeeper_port)))
+        env = dashboard_env(args.redis_port)
+        prepare_dashboard(env, args.broker_port, args.zookeeper_port)
+        processes.append(("daphne", start_dashboard(args.web_port, env)))
         print(
             "platform running on loopback (logs in var/logs/):\n"
             f"  ZooKeeper  127.0.0.1:{args.zookeeper_port} (chroot /brokerd)\n"
             f"  Redis      127.0.0.1:{args.redis_port}\n"
             f"  broker 1   127.0.0.1:{args.broker_port}  (bootstrap.servers)\n"
+            f"  dashboard  http://127.0.0.1:{args.web_port}/  (API docs at /api/docs/)\n"
             "Ctrl-C stops everything.",
             flush=True,
         )
