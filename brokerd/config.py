@@ -53,7 +53,16 @@ PARSERS: dict[str, Callable[[str], Any]] = {
 }
 
 # Kafka's DescribeConfigs config types (KIP-569).
-TYPE_IDS = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
+TYPE_IDS = {
+    "boolean": 1,
+    "string": 2,
+    "int": 3,
+    "short": 4,
+    "long": 5,
+    "double": 6,
+    "list": 7,
+    "password": 9,
+}
 
 
 @dataclass(frozen=True)
@@ -643,6 +652,22 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "the longest metadata string an offset commit may carry",
             read_only=True,
         ),
+        _broker(
+            "admin.listener",
+            "string",
+            "127.0.0.1:0",
+            "host:port of the HTTP admin API and /metrics (port 0: a free port, published "
+            "in the broker registration as admin_endpoint)",
+            read_only=True,
+        ),
+        _broker(
+            "admin.token",
+            "password",
+            None,
+            "bearer token of the admin API (default: generated into <log dir>/admin.token)",
+            read_only=True,
+            sensitive=True,
+        ),
         *_topic_synonym_defs(),
     ]
 }
@@ -695,6 +720,14 @@ class Endpoint:
     @property
     def uri(self) -> str:
         return f"{self.listener_name}://{self.host}:{self.port}"
+
+
+def parse_host_port(text: str, key: str) -> tuple[str, int]:
+    """`host:port` (IPv6 as `[::1]:port`); an empty host means all interfaces."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+        raise ConfigError(f"{key}: expected host:port, got {text!r}")
+    return host.strip("[]"), int(port)
 
 
 def parse_endpoint(uri: str, protocol_map: Mapping[str, str], key: str) -> Endpoint:
@@ -876,3 +909,4 @@ class BrokerConfig:
         if self.get("message.max.bytes") > self.get("socket.request.max.bytes"):
             raise ConfigError("message.max.bytes: exceeds socket.request.max.bytes")
         self.log_config()  # the topic defaults must resolve
+        parse_host_port(self.get("admin.listener"), "admin.listener")

@@ -112,9 +112,13 @@ def decode(raw: bytes | None) -> Any:
 
 
 def broker_registration(
-    endpoints: Sequence[Endpoint], rack: str | None, timestamp_ms: int | None = None
+    endpoints: Sequence[Endpoint],
+    rack: str | None,
+    timestamp_ms: int | None = None,
+    admin_endpoint: str | None = None,
 ) -> dict[str, Any]:
-    """/brokers/ids/<id>, version 5 (Kafka 2.8+): endpoints, protocol map, features."""
+    """/brokers/ids/<id>, version 5 (Kafka 2.8+): endpoints, protocol map, features; plus
+    `admin_endpoint` (the admin API's URL), a key Kafka's readers ignore."""
     plaintext = next((e for e in endpoints if e.security_protocol == "PLAINTEXT"), None)
     data: dict[str, Any] = {
         "features": {},
@@ -128,6 +132,8 @@ def broker_registration(
     }
     if rack is not None:
         data["rack"] = rack
+    if admin_endpoint is not None:
+        data["admin_endpoint"] = admin_endpoint
     return data
 
 

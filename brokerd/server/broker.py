@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import logging
 
+from brokerd.admin import AdminServer, BrokerMetrics
 from brokerd.config import BrokerConfig
 from brokerd.coordination import zk
 from brokerd.coordination.controller import Controller
@@ -48,6 +49,10 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
         self.listeners = [Listener(self, endpoint) for endpoint in config.listeners]
         self.dispatcher = Dispatcher(self)
+        self.metrics = BrokerMetrics()
+        self.metrics.attach(self)
+        self.dispatcher.observers.append(self.metrics.observe_request)
+        self.admin = AdminServer(self)
         self.admin_lock = asyncio.Lock()  # topic creation, deletion, partition changes
         self._background: set[asyncio.Task] = set()
         self._stopping = False
@@ -77,6 +82,7 @@ class Broker:
         await self.replicas.start()
         for listener in self.listeners:
             await listener.start()
+        await self.admin.start()  # before registering: the registration carries its URL
         await self._register()
         self.zk.callbacks.on_connected.append(self._on_zk_connected)
         self.metadata.listeners.append(self._on_topics_changed)
@@ -99,6 +105,7 @@ class Broker:
             await listener.drain()
         for task in list(self._background):
             task.cancel()
+        await self.admin.stop()
         try:
             await self.zk.stop()
         except Exception:  # ZooKeeper may be gone; the session then expires by itself
@@ -109,7 +116,7 @@ class Broker:
 
     async def _register(self) -> None:
         registration = zk.broker_registration(
-            self.advertised_endpoints, self.config.get("broker.rack")
+            self.advertised_endpoints, self.config.get("broker.rack"), admin_endpoint=self.admin.url
         )
         await zk.register_broker(
             self.zk,

@@ -79,6 +79,7 @@ class Connection:
                 if frame is None:
                     return
                 request = framing.decode_request(frame)
+                self.broker.metrics.request_received(request)
             except UnsupportedRequest as exc:
                 log.info("closing connection from %s: %s", self.peer, exc)
                 return
@@ -118,6 +119,9 @@ class Connection:
                 continue  # acks=0 produce: no response at all
             try:
                 await self._send(response)
+                self.broker.metrics.response_sent(
+                    request, len(response) if isinstance(response, bytes) else response.size
+                )
             except (ConnectionError, OSError) as exc:
                 log.info("connection from %s lost while writing: %s", self.peer, exc)
                 self._abandon()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Handler = Callable[["Broker", Request], Awaitable[Any]]
+# Called after each request: (request, seconds until the response was ready, failed).
+RequestObserver = Callable[[Request, float, bool], None]
 
 
 def all_handlers() -> dict[int, Handler]:
@@ -27,6 +30,7 @@ class Dispatcher:
     def __init__(self, broker: Broker, handlers: Mapping[int, Handler] | None = None):
         self.broker = broker
         self.handlers = dict(handlers if handlers is not None else all_handlers())
+        self.observers: list[RequestObserver] = []  # metrics
         unhandled = set(SUPPORTED) - set(self.handlers)
         if unhandled:
             names = ", ".join(api_name(k) for k in sorted(unhandled))
@@ -37,4 +41,13 @@ class Dispatcher:
             raise RuntimeError(f"handler without an advertised version range: {names}")
 
     async def dispatch(self, request: Request) -> Any:
-        return await self.handlers[request.api_key](self.broker, request)
+        started = time.perf_counter()
+        failed = True
+        try:
+            response = await self.handlers[request.api_key](self.broker, request)
+            failed = False
+            return response
+        finally:
+            elapsed = time.perf_counter() - started
+            for observe in self.observers:
+                observe(request, elapsed, failed)

@@ -110,6 +110,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="current",
         help="batch header wording: current Kafka (default) or Kafka 1.0",
     )
+    parser.add_argument(
+        "--offsets-decoder",
+        action="store_true",
+        help="decode records as __consumer_offsets offset commits and group metadata "
+        "(implies --print-data-log)",
+    )
 
 
 def run(
@@ -224,8 +230,9 @@ class LogDumper:
         self.args = args
         self.out = out
         self.err = err
-        self.print_data = args.print_data_log
-        self.deep = args.deep_iteration or args.print_data_log
+        self.offsets_decoder = getattr(args, "offsets_decoder", False)
+        self.print_data = args.print_data_log or self.offsets_decoder
+        self.deep = args.deep_iteration or self.print_data
         self.failed = False
         # Kafka prints these after all files, on stderr.
         self.index_mismatches: dict[str, list[tuple[int, int]]] = {}
@@ -385,7 +392,12 @@ class LogDumper:
                     text += f" isValid: {_bool(message.is_valid())} crc: {message.crc}}}"
                 if is_control:
                     text += self._control_text(record)
-            if self.print_data and not is_control:
+            if self.offsets_decoder and not is_control:
+                from brokerd.groups.offsets_topic import dump_json
+
+                key_text, payload_text = dump_json(record.key, record.value)
+                text += f"{prefix}key: {key_text} payload: {payload_text}"
+            elif self.print_data and not is_control:
                 if record.key is not None:
                     text += f"{prefix}key: {_decode(record.key)}"
                 if record.value is not None:

@@ -1,0 +1,373 @@
+"""The admin API's routes (`/v1/...`, named after Redpanda's admin API) and /metrics.
+
+Handlers validate their input and raise ApiError for anything a caller got wrong; reads of
+files and all maintenance run off the event loop (see AdminServer.in_reader/in_maintenance).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from aiohttp import web
+
+from . import metrics, segments, state
+from .server import MAX_BODY_BYTES, SERVER_KEY, AdminServer, ApiError, handle_errors
+
+VERSION = "0.1.0"
+API_PREFIX = "/v1"
+
+
+def build_app(server: AdminServer) -> web.Application:
+    app = web.Application(middlewares=[handle_errors], client_max_size=MAX_BODY_BYTES)
+    app[SERVER_KEY] = server
+    app.add_routes(
+        [
+            web.get("/metrics", get_metrics),
+            web.get("/v1/health", get_health),
+            web.get("/v1/brokers", get_brokers),
+            web.get("/v1/partitions", get_partitions),
+            web.get("/v1/partitions/{topic}", get_topic_partitions),
+            web.get("/v1/partitions/{topic}/{partition}", get_partition),
+            web.get("/v1/partitions/{topic}/{partition}/segments", get_segments),
+            web.get("/v1/cleaner", get_cleaner),
+            web.get("/v1/cleaner/{topic}/{partition}", get_cleaner_partition),
+            web.post("/v1/maintenance/retention", post_retention),
+            web.post("/v1/maintenance/compaction", post_compaction),
+        ]
+    )
+    return app
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=json.dumps)
+
+
+def _server(request: web.Request) -> AdminServer:
+    return request.app[SERVER_KEY]
+
+
+# Health, metrics, brokers -----------------------------------------------------------------
+async def get_metrics(request: web.Request) -> web.Response:
+    body = _server(request).broker.metrics.exposition()
+    return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
+
+
+async def get_health(request: web.Request) -> web.Response:
+    broker = _server(request).broker
+    started = broker.started.is_set()
+    zk_connected = broker.zk.connected
+    offline = state.offline_count(broker)
+    if not started:
+        status = "starting"
+    elif not zk_connected:
+        status = "zookeeper_disconnected"
+    elif offline:
+        status = "degraded"
+    else:
+        status = "ok"
+    body = {
+        "status": status,
+        "broker_id": broker.broker_id,
+        "started": started,
+        "zookeeper_connected": zk_connected,
+        "offline_partitions": offline,
+    }
+    return _json(body, 200 if started and zk_connected else 503)
+
+
+async def get_brokers(request: web.Request) -> web.Response:
+    server = _server(request)
+    broker = server.broker
+    metadata = broker.metadata
+    now = int(time.time() * 1000)
+    me = broker.broker_id
+    entries = {}
+    for broker_id, info in metadata.brokers.items():
+        entries[broker_id] = {
+            "broker_id": broker_id,
+            "is_self": broker_id == me,
+            "is_controller": broker_id == metadata.controller_id,
+            "rack": info.rack,
+            "listeners": [_endpoint(e) for e in info.endpoints],
+        }
+    entries[me] = {
+        "broker_id": me,
+        "is_self": True,
+        "is_controller": broker.controller.is_active,
+        "rack": broker.config.get("broker.rack"),
+        "listeners": [_endpoint(e) for e in broker.advertised_endpoints],
+        "admin_endpoint": server.url,
+        "version": VERSION,
+        "started_ms": server.created_ms,
+        "uptime_ms": now - server.created_ms,
+        "log_dirs": [str(d) for d in broker.config.log_dirs],
+        "leader_partitions": len(broker.replicas.leaders),
+        "local_partitions": len(state.local_partitions(broker)),
+    }
+    return _json(
+        {
+            "cluster_id": metadata.cluster_id,
+            "controller_id": metadata.controller_id,
+            "brokers": [entries[b] for b in sorted(entries)],
+        }
+    )
+
+
+def _endpoint(endpoint) -> dict[str, Any]:
+    return {
+        "name": endpoint.listener_name,
+        "security_protocol": endpoint.security_protocol,
+        "host": endpoint.host,
+        "port": endpoint.port,
+    }
+
+
+# Partitions -----------------------------------------------------------------------------
+async def get_partitions(request: web.Request) -> web.Response:
+    broker = _server(request).broker
+    return _json({"broker_id": broker.broker_id, "partitions": state.partition_views(broker)})
+
+
+async def get_topic_partitions(request: web.Request) -> web.Response:
+    broker = _server(request).broker
+    topic = request.match_info["topic"]
+    _require_known_topic(broker, topic)
+    return _json(
+        {
+            "broker_id": broker.broker_id,
+            "topic": topic,
+            "partitions": state.partition_views(broker, topic),
+        }
+    )
+
+
+async def get_partition(request: web.Request) -> web.Response:
+    broker = _server(request).broker
+    topic, partition = _topic_partition(request)
+    _require_local(broker, topic, partition)
+    return _json(state.partition_view(broker, topic, partition))
+
+
+async def get_segments(request: web.Request) -> web.Response:
+    server = _server(request)
+    topic, partition = _topic_partition(request)
+    partition_log = _require_online(server.broker, topic, partition)
+    with_entries = _bool_param(request, "entries", False)
+    limit = _int_param(
+        request, "limit", segments.DEFAULT_INDEX_ENTRIES, 1, segments.MAX_INDEX_ENTRIES
+    )
+    cleaner = server.cleaner if partition_log.config.compact else None
+    view = await server.in_reader(
+        lambda: segments.log_segments_view(
+            partition_log, cleaner, with_entries=with_entries, entries_limit=limit
+        )
+    )
+    view["broker_id"] = server.broker.broker_id
+    view["retention_check_interval_ms"] = server.broker.config.get(
+        "log.retention.check.interval.ms"
+    )
+    return _json(view)
+
+
+# Cleaner --------------------------------------------------------------------------------
+async def get_cleaner(request: web.Request) -> web.Response:
+    server = _server(request)
+    broker = server.broker
+    cleaner = server.cleaner
+    compacted = [log for log in broker.replicas.log_manager.all_logs() if log.config.compact]
+    logs = await server.in_reader(_cleaner_views, cleaner, compacted)
+    thread = state.cleaner_thread(broker)
+    snapshot = cleaner.state()
+    return _json(
+        {
+            "broker_id": broker.broker_id,
+            "enabled": broker.replicas.cleaner is not None,
+            "last_run_ms": snapshot["last_run_ms"],
+            "in_progress": snapshot["in_progress"],
+            "thread": {
+                "alive": thread.is_alive() if thread is not None else False,
+                "passes": thread.passes if thread is not None else 0,
+                "errors": thread.errors if thread is not None else 0,
+                "backoff_ms": broker.config.get("log.cleaner.backoff.ms"),
+            },
+            "logs": logs,
+        }
+    )
+
+
+def _cleaner_views(cleaner, logs) -> list[dict[str, Any]]:
+    views = []
+    for partition_log in sorted(logs, key=lambda lg: (lg.topic, lg.partition)):
+        if partition_log.closed:
+            continue
+        stats = cleaner.dirty_stats_for(partition_log)
+        last = cleaner.last_reports.get((partition_log.topic, partition_log.partition))
+        views.append(state.cleaner_view(stats, last))
+    return views
+
+
+async def get_cleaner_partition(request: web.Request) -> web.Response:
+    server = _server(request)
+    topic, partition = _topic_partition(request)
+    partition_log = _require_online(server.broker, topic, partition)
+    if not partition_log.config.compact:
+        raise ApiError(400, f"{topic} is not compacted (cleanup.policy has no compact)")
+    views = await server.in_reader(_cleaner_views, server.cleaner, [partition_log])
+    if not views:
+        raise ApiError(409, f"{topic}-{partition} was closed; retry")
+    return _json(views[0])
+
+
+# Maintenance ----------------------------------------------------------------------------
+async def post_retention(request: web.Request) -> web.Response:
+    server = _server(request)
+    broker = server.broker
+    topic, partition = await _maintenance_target(request, topic_required=False)
+    if topic is not None:
+        _require_known_topic(broker, topic)
+        if partition is not None:
+            _require_online(broker, topic, partition)
+    started = time.perf_counter()
+    try:
+        reports = await server.in_maintenance(
+            broker.replicas.log_manager.run_retention, topic, partition
+        )
+    except FileNotFoundError as exc:
+        raise ApiError(409, f"retention ran concurrently on this log ({exc}); retry") from exc
+    broker.metrics.maintenance_runs.labels("retention").inc()
+    return _json(
+        {
+            "broker_id": broker.broker_id,
+            "topic": topic,
+            "partition": partition,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "segments_deleted": sum(r.segments_deleted for r in reports),
+            "bytes_freed": sum(r.bytes_freed for r in reports),
+            "reports": [r.as_dict() for r in sorted(reports, key=lambda r: (r.topic, r.partition))],
+        }
+    )
+
+
+async def post_compaction(request: web.Request) -> web.Response:
+    server = _server(request)
+    broker = server.broker
+    topic, partition = await _maintenance_target(request, topic_required=True)
+    _require_known_topic(broker, topic)
+    manager = broker.replicas.log_manager
+    if partition is not None:
+        targets = [_require_online(broker, topic, partition)]
+    else:
+        targets = sorted(
+            (lg for (t, _), lg in manager.logs.items() if t == topic),
+            key=lambda lg: lg.partition,
+        )
+        if not targets:
+            raise ApiError(404, f"no partition of {topic} is stored on this broker")
+    if not all(lg.config.compact for lg in targets):
+        raise ApiError(
+            400, f"{topic} is not compacted (cleanup.policy has no compact); nothing to do"
+        )
+    cleaner = server.cleaner
+    started = time.perf_counter()
+    reports = await server.in_maintenance(_clean_all, cleaner, targets)
+    broker.metrics.maintenance_runs.labels("compaction").inc()
+    return _json(
+        {
+            "broker_id": broker.broker_id,
+            "topic": topic,
+            "partition": partition,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "records_removed": sum(r["records_removed"] for r in reports),
+            "bytes_removed": sum(r["bytes_removed"] for r in reports),
+            "reports": reports,
+        }
+    )
+
+
+def _clean_all(cleaner, logs) -> list[dict[str, Any]]:
+    return [state.clean_report_view(cleaner.clean_log(lg)) for lg in logs if not lg.closed]
+
+
+async def _maintenance_target(
+    request: web.Request, *, topic_required: bool
+) -> tuple[str | None, int | None]:
+    raw = await request.read()
+    if raw.strip():
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, f"the body is not valid JSON: {exc}") from exc
+    else:
+        body = {}
+    if not isinstance(body, dict):
+        raise ApiError(400, 'the body must be a JSON object: {"topic": ..., "partition": ...}')
+    unknown = set(body) - {"topic", "partition"}
+    if unknown:
+        raise ApiError(400, f"unknown fields: {', '.join(sorted(unknown))}")
+    topic = body.get("topic")
+    partition = body.get("partition")
+    if topic is not None and (not isinstance(topic, str) or not topic):
+        raise ApiError(400, "topic must be a non-empty string")
+    if topic is None and topic_required:
+        raise ApiError(400, "topic is required")
+    if partition is not None:
+        if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
+            raise ApiError(400, "partition must be a non-negative integer")
+        if topic is None:
+            raise ApiError(400, "partition needs a topic")
+    return topic, partition
+
+
+# Validation helpers -----------------------------------------------------------------------
+def _topic_partition(request: web.Request) -> tuple[str, int]:
+    topic = request.match_info["topic"]
+    text = request.match_info["partition"]
+    if not (text.isascii() and text.isdigit()) or len(text) > 10:
+        raise ApiError(400, f"partition must be a non-negative integer, got {text!r}")
+    return topic, int(text)
+
+
+def _require_known_topic(broker, topic: str) -> None:
+    if broker.metadata.topic(topic) is None and not any(
+        t == topic for t, _ in state.local_partitions(broker)
+    ):
+        raise ApiError(404, f"unknown topic {topic!r}")
+
+
+def _require_local(broker, topic: str, partition: int) -> None:
+    _require_known_topic(broker, topic)
+    if (topic, partition) not in set(state.local_partitions(broker)):
+        raise ApiError(404, f"{topic}-{partition} is not stored on broker {broker.broker_id}")
+
+
+def _require_online(broker, topic: str, partition: int):
+    _require_local(broker, topic, partition)
+    found = broker.replicas.log_manager.get_log(topic, partition)
+    if found is None:
+        reason = broker.replicas.log_manager.offline_partitions.get((topic, partition))
+        raise ApiError(409, f"{topic}-{partition} is offline: {reason}")
+    return found
+
+
+def _bool_param(request: web.Request, name: str, default: bool) -> bool:
+    text = request.query.get(name)
+    if text is None:
+        return default
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no", ""):
+        return False
+    raise ApiError(400, f"{name} must be true or false, got {text!r}")
+
+
+def _int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    text = request.query.get(name)
+    if text is None:
+        return default
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()) or not low <= int(digits) <= high:
+        raise ApiError(400, f"{name} must be an integer in [{low}, {high}], got {text!r}")
+    return int(digits)

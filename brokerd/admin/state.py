@@ -1,0 +1,167 @@
+"""JSON-ready views of the broker's partitions and cleaner, read without changing anything.
+
+The field names here are the admin API's contract (docs/admin-api.md); the Django platform
+reads them. Partition views are cheap (no file I/O) and safe on the event loop; segment
+views read index files and segment headers, so callers run them in a thread.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from brokerd.log.log import Log
+    from brokerd.server.broker import Broker
+
+
+def local_partitions(broker: Broker) -> list[tuple[str, int]]:
+    """Every partition with a log in this broker's log dirs, loaded or offline, sorted."""
+    manager = broker.replicas.log_manager
+    if manager is None:
+        return []
+    return sorted({*manager.logs, *manager.offline_partitions})
+
+
+def offline_count(broker: Broker) -> int:
+    manager = broker.replicas.log_manager
+    return len(manager.offline_partitions) if manager is not None else 0
+
+
+def fetch_purgatory_size(broker: Broker) -> int:
+    # FetchPurgatory keeps its parked waiters in `_all`; it has no public size yet.
+    return len(getattr(broker.replicas.purgatory, "_all", ()))
+
+
+def cleaner_thread(broker: Broker):
+    # ReplicaManager owns the thread privately; its counters are public attributes.
+    return getattr(broker.replicas, "_cleaner_thread", None)
+
+
+def partition_views(
+    broker: Broker, topic: str | None = None, partition: int | None = None
+) -> list[dict[str, Any]]:
+    return [
+        partition_view(broker, t, p)
+        for t, p in local_partitions(broker)
+        if (topic is None or t == topic) and (partition is None or p == partition)
+    ]
+
+
+def partition_view(broker: Broker, topic: str, partition: int) -> dict[str, Any]:
+    """Leader, epoch, ISR, offsets, size and per-replica LEO and lag of one local partition.
+
+    Today the local replica is the only one with a known LEO; once replication tracks
+    followers, `LeaderPartition.replica_states[broker_id]` (anything with
+    `log_end_offset` and `last_caught_up_ms`) fills in theirs without changing the JSON.
+    """
+    me = broker.broker_id
+    manager = broker.replicas.log_manager
+    log = manager.get_log(topic, partition) if manager is not None else None
+    znode = broker.metadata.partition_state(topic, partition)
+    info = broker.metadata.topic(topic)
+    led = broker.replicas.leaders.get((topic, partition))
+    assigned = list(info.assignment.get(partition, [])) if info else []
+    leader = znode.leader if znode else -1
+    leader_epoch = led.leader_epoch if led else (znode.leader_epoch if znode else -1)
+    isr = list(led.isr) if led else (list(znode.isr) if znode else [])
+    view: dict[str, Any] = {
+        "topic": topic,
+        "partition": partition,
+        "status": "online" if log is not None else "offline",
+        "leader": leader,
+        "leader_epoch": leader_epoch,
+        "is_leader": led is not None,
+        "isr": isr,
+        "assigned_replicas": assigned,
+        "under_replicated": led is not None and len(isr) < len(assigned),
+    }
+    if log is None:
+        reason = manager.offline_partitions.get((topic, partition)) if manager else None
+        view.update(
+            error=reason or "no local log",
+            high_watermark=None,
+            log_end_offset=None,
+            log_start_offset=None,
+            last_stable_offset=None,
+            size_bytes=None,
+            segment_count=None,
+            replicas=[],
+        )
+        return view
+    segments = log.segments
+    leo = log.log_end_offset
+    view.update(
+        high_watermark=log.high_watermark,
+        log_end_offset=leo,
+        log_start_offset=log.log_start_offset,
+        recovery_point=log.recovery_point,
+        size_bytes=sum(s.size for s in segments),
+        segment_count=len(segments),
+        cleanup_policy=_cleanup_policy(log),
+        dir=str(log.dir),
+        replicas=_replica_views(me, assigned, isr, led, leo),
+    )
+    return view
+
+
+def _replica_views(me: int, assigned: list[int], isr: list[int], led, leader_leo: int) -> list:
+    followers = getattr(led, "replica_states", None) or {}
+    out = []
+    for broker_id in assigned or [me]:
+        if broker_id == me:
+            replica_leo, caught_up = leader_leo, None
+        else:
+            remote = followers.get(broker_id)
+            replica_leo = getattr(remote, "log_end_offset", None)
+            caught_up = getattr(remote, "last_caught_up_ms", None)
+        out.append(
+            {
+                "broker_id": broker_id,
+                "is_leader": led is not None and broker_id == me,
+                "local": broker_id == me,
+                "in_sync": broker_id in isr,
+                "log_end_offset": replica_leo,
+                # Lag in messages behind the leader's LEO, known only on the leader.
+                "lag": leader_leo - replica_leo
+                if led is not None and replica_leo is not None
+                else None,
+                "last_caught_up_ms": caught_up,
+            }
+        )
+    return out
+
+
+def _cleanup_policy(log: Log) -> list[str]:
+    return [p for p, on in (("delete", log.config.delete), ("compact", log.config.compact)) if on]
+
+
+def cleaner_view(stats, last_report) -> dict[str, Any]:
+    """One compacted log's cleaner state: DirtyStats plus the last CleanReport."""
+    return {
+        "topic": stats.topic,
+        "partition": stats.partition,
+        "dirty_ratio": stats.dirty_ratio,
+        "clean_bytes": stats.clean_bytes,
+        "dirty_bytes": stats.dirty_bytes,
+        "first_dirty_offset": stats.first_dirty_offset,
+        "first_uncleanable_offset": stats.first_uncleanable_offset,
+        "needs_compaction_now": stats.needs_compaction_now,
+        "last_run_ms": last_report.started_ms if last_report is not None else None,
+        "last_report": clean_report_view(last_report) if last_report is not None else None,
+    }
+
+
+def clean_report_view(report) -> dict[str, Any]:
+    data = report.as_dict()
+    data["bytes_removed"] = report.bytes_removed
+    data["records_removed"] = report.records_read - report.records_kept
+    data.pop("group_bases", None)  # internal to the cleaner's grouping
+    return data
+
+
+def file_times_ms(path) -> int | None:
+    try:
+        return int(os.stat(path).st_mtime * 1000)
+    except OSError:  # renamed (.deleted, .swap) or removed meanwhile
+        return None

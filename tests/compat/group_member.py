@@ -1,0 +1,216 @@
+"""One consumer-group member in its own process, for tests that kill members.
+
+    python -m tests.compat.group_member --client confluent --bootstrap H:P --group G --topic T
+
+Prints JSON lines on stdout: {"assigned": [[topic, partition], ...]} whenever the assignment
+changes, {"record": [partition, offset, value]} for each record processed (printed *before*
+its offset is committed, so a kill between the two re-delivers it: at-least-once), and
+{"ready": true} once subscribed. SIGTERM closes the consumer cleanly (LeaveGroup unless
+static); SIGKILL is the crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+
+STOP = False
+
+
+def emit(**fields) -> None:
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def _stop(*_) -> None:
+    global STOP
+    STOP = True
+
+
+class Tracker:
+    def __init__(self):
+        self.last = None
+
+    def update(self, partitions) -> None:
+        current = sorted([tp[0], tp[1]] for tp in partitions)
+        if current != self.last:
+            self.last = current
+            emit(assigned=current)
+
+
+def run_confluent(args) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    strategy = {
+        "range": "range",
+        "roundrobin": "roundrobin",
+        "cooperative-sticky": "cooperative-sticky",
+    }
+    config = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": args.session_ms,
+        "heartbeat.interval.ms": 500,
+        "max.poll.interval.ms": args.max_poll_ms,
+        "topic.metadata.refresh.interval.ms": 1000,
+        "partition.assignment.strategy": strategy[args.assignor],
+        "client.id": args.client_id,
+    }
+    if args.instance_id:
+        config["group.instance.id"] = args.instance_id
+    consumer = Consumer(config)
+    consumer.subscribe([args.topic])
+    emit(ready=True)
+    tracker = Tracker()
+    try:
+        while not STOP:
+            message = consumer.poll(0.2)
+            tracker.update((tp.topic, tp.partition) for tp in consumer.assignment())
+            if message is None or message.error():
+                continue
+            time.sleep(args.delay_ms / 1000)
+            emit(record=[message.partition(), message.offset(), message.value().decode()])
+            if args.commit:
+                consumer.commit(
+                    offsets=[
+                        TopicPartition(message.topic(), message.partition(), message.offset() + 1)
+                    ],
+                    asynchronous=False,
+                )
+    finally:
+        consumer.close()
+
+
+def run_kafka_python(args) -> None:
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    assignors = {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "sticky": StickyPartitionAssignor,
+        "cooperative-sticky": CooperativeStickyAssignor,
+    }
+    extra = {"group_instance_id": args.instance_id} if args.instance_id else {}
+    consumer = KafkaConsumer(
+        args.topic,
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        client_id=args.client_id,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=500,
+        max_poll_interval_ms=args.max_poll_ms,
+        metadata_max_age_ms=1000,
+        partition_assignment_strategy=[assignors[args.assignor]],
+        **extra,
+    )
+    emit(ready=True)
+    tracker = Tracker()
+    try:
+        while not STOP:
+            batches = consumer.poll(200)
+            tracker.update((tp.topic, tp.partition) for tp in consumer.assignment())
+            for tp, records in batches.items():
+                for record in records:
+                    time.sleep(args.delay_ms / 1000)
+                    emit(record=[tp.partition, record.offset, record.value.decode()])
+                    if args.commit:
+                        consumer.commit(
+                            {
+                                TopicPartition(tp.topic, tp.partition): OffsetAndMetadata(
+                                    record.offset + 1, "", -1
+                                )
+                            }
+                        )
+    finally:
+        consumer.close()
+
+
+async def run_aiokafka(args) -> None:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+    from aiokafka.structs import OffsetAndMetadata
+
+    assignors = {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "sticky": StickyPartitionAssignor,
+    }
+    extra = {"group_instance_id": args.instance_id} if args.instance_id else {}
+    consumer = AIOKafkaConsumer(
+        args.topic,
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        client_id=args.client_id,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=500,
+        max_poll_interval_ms=args.max_poll_ms,
+        metadata_max_age_ms=1000,
+        partition_assignment_strategy=(assignors[args.assignor],),
+        **extra,
+    )
+    await consumer.start()
+    emit(ready=True)
+    tracker = Tracker()
+    try:
+        while not STOP:
+            batches = await consumer.getmany(timeout_ms=200)
+            tracker.update((tp.topic, tp.partition) for tp in consumer.assignment())
+            for tp, records in batches.items():
+                for record in records:
+                    await asyncio.sleep(args.delay_ms / 1000)
+                    emit(record=[tp.partition, record.offset, record.value.decode()])
+                    if args.commit:
+                        await consumer.commit(
+                            {
+                                TopicPartition(tp.topic, tp.partition): OffsetAndMetadata(
+                                    record.offset + 1, ""
+                                )
+                            }
+                        )
+    finally:
+        await consumer.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--client", choices=("confluent", "kafka-python", "aiokafka"), required=True
+    )
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--assignor", default="range")
+    parser.add_argument("--instance-id")
+    parser.add_argument("--client-id", default="group-member")
+    parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--max-poll-ms", type=int, default=10000)
+    parser.add_argument("--commit", action="store_true", help="commit after each record")
+    parser.add_argument("--delay-ms", type=int, default=0, help="processing time per record")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _stop)
+    if args.client == "confluent":
+        run_confluent(args)
+    elif args.client == "kafka-python":
+        run_kafka_python(args)
+    else:
+        asyncio.run(run_aiokafka(args))
+
+
+if __name__ == "__main__":
+    main()
