@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
@@ -40,6 +41,7 @@ SPARK_SCHEMA = (
 # task whose range holds that offset fail after yielding the records before it (raise, or
 # exit the Python worker as a killed process would).
 FAIL_OPTION = "brokerd.test.failFirstAttemptAt"
+MARKER_OPTION = "brokerd.test.failureMarker"  # a file written when the failure is injected
 
 
 @dataclass
@@ -97,7 +99,7 @@ class KafkaRangeReader(DataSourceReader):
                     before = [rec for rec in chunk if rec.offset < failure[0]]
                     if before:
                         yield to_arrow(before)
-                    _fail(r, failure)
+                    _fail(r, failure, option(self.options, MARKER_OPTION))
                 yield to_arrow(chunk)
 
     def _injected_failure(self, r: OffsetRange) -> tuple[int, str] | None:
@@ -115,7 +117,9 @@ class KafkaRangeReader(DataSourceReader):
         return int(offset), (mode[0] if mode else "raise")
 
 
-def _fail(r: OffsetRange, failure: tuple[int, str]) -> None:
+def _fail(r: OffsetRange, failure: tuple[int, str], marker: str | None) -> None:
+    if marker:  # lets a test prove that the failure really happened
+        Path(marker).write_text(f"{r.topic}-{r.partition} at {failure[0]}")
     if failure[1] == "exit":
         os._exit(17)  # a killed worker: no exception, no clean-up
     raise RuntimeError(f"injected failure reading {r.topic}-{r.partition} at {failure[0]}")

@@ -31,6 +31,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
@@ -39,7 +40,7 @@ from brokerd.client import SyncClient
 from brokerd.client.producer import Producer
 
 from .offsets import option
-from .reader import bootstrap_servers, client_options
+from .reader import MARKER_OPTION, bootstrap_servers, client_options
 
 MARK_HEADER = "brokerd.spark.write"
 # Test-only fault injection: "task:rows[:exit]" makes the first attempt of that Spark task
@@ -116,7 +117,7 @@ class KafkaWriter(DataSourceArrowWriter):
                 if fail_after is not None and task_writer.sent + len(rows) >= fail_after[0]:
                     client.run(task_writer.send(rows[: fail_after[0] - task_writer.sent]))
                     client.run(task_writer.finish())
-                    _fail(task, fail_after)
+                    _fail(task, fail_after, option(self.options, MARKER_OPTION))
                 client.run(task_writer.send(rows))
             client.run(task_writer.finish())
         report = WriteReport(task, attempt, task_writer.written, task_writer.skipped)
@@ -151,7 +152,9 @@ class KafkaWriter(DataSourceArrowWriter):
         )
 
 
-def _fail(task: int, failure: tuple[int, str]) -> None:
+def _fail(task: int, failure: tuple[int, str], marker: str | None) -> None:
+    if marker:  # lets a test prove that the failure really happened
+        Path(marker).write_text(f"task {task} after {failure[0]} rows")
     if failure[1] == "exit":
         os._exit(17)  # a killed worker: no exception, no clean-up
     raise RuntimeError(f"injected failure in write task {task} after {failure[0]} rows")
