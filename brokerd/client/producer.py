@@ -330,7 +330,7 @@ class Producer:
         while self._buffered >= self.buffer_memory:
             self._space.clear()
             await self._space.wait()
-        partitions = await self.cluster.partitions_for(topic)
+        partitions = await self._partitions(topic)
         if partition is None:
             partition = self.partitioner.partition(topic, key, len(partitions))
         elif partition not in partitions:
@@ -348,6 +348,17 @@ class Producer:
         if buffer.task is None or buffer.task.done():
             buffer.task = asyncio.create_task(self._drain((topic, partition), buffer))
         return future
+
+    async def _partitions(self, topic: str) -> list[int]:
+        """The topic's partitions, waiting a little for a topic that is just being created."""
+        for attempt in range(self.retries + 1):
+            try:
+                return await self.cluster.partitions_for(topic, refresh=attempt > 0)
+            except KafkaResponseError as exc:
+                if not exc.retriable or attempt == self.retries:
+                    raise
+            await asyncio.sleep(self.retry_backoff * (attempt + 1))
+        raise AssertionError("unreachable")
 
     async def send_and_wait(self, topic: str, value: bytes | None = None, key=None, **kw):
         return await (await self.send(topic, value, key, **kw))
