@@ -37,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
         "dump-log", help="print .log/.index/.timeindex/.snapshot/checkpoint files", add_help=False
     )
     dump_log.set_defaults(run=_run_dump_log, dump_log_parser=dump_log)
+
+    groups = commands.add_parser(
+        "groups", help="list, describe, reset and delete consumer groups", add_help=False
+    )
+    groups.set_defaults(run=_run_groups)
     return parser
 
 
@@ -85,11 +90,22 @@ def _run_dump_log(args: argparse.Namespace, rest: list[str]) -> int:
     return dump_log.run(parser.parse_args(rest))
 
 
+def _run_groups(args: argparse.Namespace, rest: list[str]) -> int:
+    # Imported here: the client is not needed to serve.
+    from brokerd.groups import cli
+
+    parser = argparse.ArgumentParser(prog="brokerd groups")
+    cli.add_arguments(parser)
+    return cli.run(parser.parse_args(rest))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "dump-log":
         return _run_dump_log(args, rest)
+    if args.command == "groups":
+        return _run_groups(args, rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return args.run(args)
