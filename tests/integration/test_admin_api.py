@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -184,6 +184,13 @@ def test_configured_listener_and_token(make_broker):
     admin = Admin(f"http://127.0.0.1:{port}", "s3cret-token")
     assert admin.get("/v1/brokers")[0] == 200
     assert admin.get("/v1/brokers", token="s3cret-toke")[0] == 401
+    # Kafka clients see the config, never the token.
+    client = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    entries = client.describe_configs([resource])[resource].result(15)
+    token_entry = entries["admin.token"]
+    assert token_entry.is_sensitive and token_entry.value is None
+    assert entries["admin.listener"].value == f"127.0.0.1:{port}"
 
 
 def test_invalid_admin_listener_is_refused(make_broker):
@@ -358,6 +365,34 @@ def test_retention_on_demand_deletes_segments(make_broker, topic_name):
     again = admin.ok("POST", "/v1/maintenance/retention", {})
     assert again["segments_deleted"] == 0
     assert any(r["topic"] == topic_name for r in again["reports"])
+
+
+def test_time_retention_forecast_and_run(make_broker, topic_name):
+    broker = make_broker().start()
+    create_topic(broker, topic_name, 1, **{"segment.bytes": "1024", "retention.ms": "3600000"})
+    old_ms = int(time.time() * 1000) - 2 * 3600000  # CreateTime two hours ago
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=0, batch_size=1)
+    for i in range(30):
+        producer.send(topic_name, b"old" * 50, partition=0, timestamp_ms=old_ms + i)
+    producer.flush()
+    producer.close()
+    admin = admin_for(broker)
+
+    before = admin.ok("GET", f"/v1/partitions/{topic_name}/0/segments")["segments"]
+    assert len(before) > 2
+    for segment in before:
+        retention = segment["retention"]
+        # Everything is older than retention.ms, the active segment too (it is below the HW).
+        assert retention["deletable_now"] and retention["reasons"] == ["retention.ms"]
+        assert retention["retention_ms"]["eligible_at_ms"] <= old_ms + 29 + 3600000 + 1
+    result = admin.ok("POST", "/v1/maintenance/retention", {"topic": topic_name})
+    assert result["segments_deleted"] == len(before)
+    assert result["reports"][0]["log_start_offset"] == 30
+    after = admin.ok("GET", f"/v1/partitions/{topic_name}/0/segments")
+    # The log rolled a new empty active segment, which retention never takes.
+    assert [s["base_offset"] for s in after["segments"]] == [30]
+    assert after["segments"][0]["retention"]["blocked_by"] == "empty active segment"
+    assert after["log_start_offset"] == after["log_end_offset"] == 30
 
 
 def test_compaction_on_demand_reduces_records(make_broker, topic_name):
