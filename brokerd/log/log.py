@@ -569,6 +569,12 @@ class Log:
             return report
         with self._lock:
             current = self._segments[1]
+            # Chosen outside the lock: a concurrent retention run or cleaning may have
+            # removed some already. Only segments still in the log go.
+            present = {id(s) for s in current}
+            doomed = [s for s in doomed if id(s) in present]
+            if not doomed:
+                return report
             if len(doomed) >= len(current) and doomed[-1] is current[-1]:
                 self.roll(self._log_end_offset)
                 current = self._segments[1]

@@ -100,3 +100,15 @@ def test_compact_only_topics_skip_time_and_size_rules(tmp_path):
     log = _filled(tmp_path, clock, retention_ms=1000)
     log.update_config(log.config.with_overrides(cleanup_policy=("compact",)))
     assert delete_old_segments(log).segments_deleted == 0
+
+
+def test_segments_already_deleted_by_a_concurrent_run_are_skipped(tmp_path):
+    from brokerd.log.retention import _time_breached, deletable_segments
+
+    clock = Clock(1_000_000 + 4500 + 10_000)
+    log = _filled(tmp_path, clock, retention_ms=10_000, file_delete_delay_ms=0)
+    stale_choice = deletable_segments(log, _time_breached(log, clock.now_ms))
+    assert delete_old_segments(log).segments_deleted == 5  # the other run wins the race
+    report = log.delete_segments(stale_choice, "retention.ms")
+    assert report.count == 0
+    assert [s.base_offset for s in log.segments][0] == 5
