@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import struct
 import sys
@@ -46,6 +47,8 @@ MARK_HEADER = "brokerd.spark.write"
 # Test-only fault injection: "task:rows[:exit]" makes the first attempt of that Spark task
 # fail once its first `rows` rows are acknowledged (raise, or exit the Python worker).
 FAIL_OPTION = "brokerd.test.failFirstAttemptAfter"
+# A file the driver's commit writes a JSON summary to (rows, offsets per partition).
+REPORT_OPTION = "reportPath"
 WRITE_COLUMNS = {"key", "value", "headers", "topic", "partition"}
 # Records of a retried task are found from the job's start time, minus this much clock skew
 # between the driver and the brokers, in topics whose offsets were not taken at the start.
@@ -142,6 +145,9 @@ class KafkaWriter(DataSourceArrowWriter):
             + (f" ({skipped} already written by failed attempts, not repeated)" if skipped else ""),
             file=sys.stderr,
         )
+        report_path = option(self.options, REPORT_OPTION)
+        if report_path:
+            Path(report_path).write_text(json.dumps(summarize(reports), sort_keys=True))
 
     def abort(self, messages: Sequence[WriteReport | None]) -> None:
         written = sum(m.written for m in messages if m is not None)
@@ -158,6 +164,21 @@ def _fail(task: int, failure: tuple[int, str], marker: str | None) -> None:
     if failure[1] == "exit":
         os._exit(17)  # a killed worker: no exception, no clean-up
     raise RuntimeError(f"injected failure in write task {task} after {failure[0]} rows")
+
+
+def summarize(reports: Sequence[WriteReport]) -> dict:
+    """Rows written and skipped, and per "topic-partition" the [first, last] offsets."""
+    spans: dict[str, list[int]] = {}
+    for report in reports:
+        for name, (first, last) in report.offsets.items():
+            span = spans.setdefault(name, [first, last])
+            span[0], span[1] = min(span[0], first), max(span[1], last)
+    return {
+        "written": sum(r.written for r in reports),
+        "skipped_as_already_written": sum(r.skipped for r in reports),
+        "tasks": len(reports),
+        "offsets": spans,
+    }
 
 
 Row = tuple[str, int | None, bytes | None, bytes | None, list[tuple[str, bytes | None]]]

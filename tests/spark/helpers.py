@@ -30,3 +30,24 @@ def topic_records(client, topic: str) -> list[tuple[int, int, bytes, bytes]]:
         for record in consumer.fetch_range(topic, p, 0, end):
             found.append((p, record.offset, record.key, record.value))
     return sorted(found)
+
+
+def confluent_read_all(bootstrap: str, topic: str, high_watermarks: dict[int, int]) -> list:
+    """Every record below the given high watermarks, read with confluent-kafka."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "spark-tests", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p, end in high_watermarks.items() if end])
+    wanted = sum(high_watermarks.values())
+    found = []
+    try:
+        while len(found) < wanted:
+            message = consumer.poll(10)
+            assert message is not None, f"only {len(found)} of {wanted} records arrived"
+            assert message.error() is None, message.error()
+            found.append(message)
+    finally:
+        consumer.close()
+    return found
