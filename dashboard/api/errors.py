@@ -20,6 +20,7 @@ from brokerd.client.errors import (
     UnsupportedVersionError,
 )
 from dashboard.core.admin_api import AdminApiError
+from dashboard.core.groups import GroupNotFound, GroupNotInactive
 
 KAFKA_STATUS = {
     ErrorCode.unknown_topic_or_partition: status.HTTP_404_NOT_FOUND,
@@ -60,6 +61,10 @@ def exception_handler(exc, context):
         # Our own misconfiguration (token, endpoint) is a gateway problem, not the caller's.
         code = exc.status if 400 <= exc.status < 500 and exc.status != 401 else 502
         return Response(error_body(code, exc.message), status=code)
+    if isinstance(exc, GroupNotFound):
+        return Response(error_body(404, str(exc)), status=404)
+    if isinstance(exc, GroupNotInactive):
+        return Response(error_body(409, str(exc), state=exc.state), status=409)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or "not found")
     response = drf_exception_handler(exc, context)

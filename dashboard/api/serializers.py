@@ -143,3 +143,45 @@ class BrowseQuerySerializer(serializers.Serializer):
         if len(starts) > 1:
             raise serializers.ValidationError(f"give one of offset, timestamp, from_end: {starts}")
         return attrs
+
+
+GROUP_ID_MAX = 255
+
+
+class GroupPageQuerySerializer(serializers.Serializer):
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=100)
+    page_token = serializers.CharField(
+        required=False, max_length=GROUP_ID_MAX, default="", help_text="the last group id seen"
+    )
+
+
+class ResetTopicSerializer(serializers.Serializer):
+    topic_name = serializers.RegexField(TOPIC_NAME.pattern, max_length=249)
+    partitions = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=MAX_PARTITIONS),
+        required=False,
+        allow_empty=False,
+        max_length=MAX_PARTITIONS,
+        help_text="omitted: every partition of the topic",
+    )
+
+
+class OffsetResetSerializer(serializers.Serializer):
+    to = serializers.ChoiceField(choices=["earliest", "latest", "timestamp", "offset"])
+    timestamp = serializers.IntegerField(
+        required=False, min_value=0, max_value=2**63 - 1, help_text="ms since the epoch"
+    )
+    offset = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)
+    topics = ResetTopicSerializer(
+        many=True,
+        required=False,
+        max_length=1000,
+        help_text="omitted: every topic the group has committed offsets for",
+    )
+    dry_run = serializers.BooleanField(required=False, default=False)
+
+    def validate(self, attrs):
+        needed = {"timestamp": "timestamp", "offset": "offset"}.get(attrs["to"])
+        if needed and needed not in attrs:
+            raise serializers.ValidationError(f"to={attrs['to']} needs '{needed}'")
+        return attrs

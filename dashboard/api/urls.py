@@ -3,6 +3,7 @@
 from django.urls import path
 
 from . import views_clusters as clusters
+from . import views_groups as groups
 from . import views_partitions as partitions
 from . import views_records as records
 from . import views_topics as topics
@@ -10,6 +11,7 @@ from . import views_topics as topics
 C = "clusters/<str:cluster_id>"
 T = f"{C}/topics/<str:topic_name>"
 P = f"{T}/partitions/<int:partition_id>"
+G = f"{C}/consumer-groups/<str:group_id>"
 
 urlpatterns = [
     path("clusters", clusters.ClusterList.as_view(), name="clusters"),
@@ -27,4 +29,16 @@ urlpatterns = [
     path(f"{P}/replicas/<int:broker_id>", partitions.ReplicaDetail.as_view(), name="replica"),
     path(f"{P}/segments", partitions.SegmentList.as_view(), name="segments"),
     path(f"{T}/records", records.RecordList.as_view(), name="records"),
+    path(f"{C}/consumer-groups", groups.GroupList.as_view(), name="consumer-groups"),
+    path(G, groups.GroupDetail.as_view(), name="consumer-group"),
+    path(f"{G}/consumers", groups.ConsumerList.as_view(), name="consumers"),
+    path(f"{G}/consumers/<str:consumer_id>", groups.ConsumerDetail.as_view(), name="consumer"),
+    path(f"{G}/lags", groups.LagList.as_view(), name="consumer-lags"),
+    path(
+        f"{G}/lags/<str:topic_name>/partitions/<int:partition_id>",
+        groups.LagDetail.as_view(),
+        name="consumer-lag",
+    ),
+    path(f"{G}/lag-summary", groups.LagSummary.as_view(), name="consumer-lag-summary"),
+    path(f"{G}/offsets:reset", groups.OffsetReset.as_view(), name="consumer-offsets-reset"),
 ]

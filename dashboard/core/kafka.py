@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from asgiref.sync import async_to_sync
 from django.conf import settings
 
+from brokerd.client.admin import AdminClient
 from brokerd.client.cluster import Cluster as KafkaCluster
 from brokerd.client.errors import KafkaResponseError, check
 from brokerd.client.metadata import ClusterMetadata
@@ -62,6 +63,11 @@ class BrowsedRecord:
 class KafkaOps:
     def __init__(self, client: KafkaCluster):
         self.client = client
+
+    @property
+    def admin(self) -> AdminClient:
+        """brokerd.client's admin calls (consumer groups, offsets) on the same connections."""
+        return AdminClient(self.client)
 
     @property
     def metadata(self) -> ClusterMetadata:

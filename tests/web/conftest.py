@@ -66,17 +66,27 @@ def broker_admin_token_ref(broker) -> str:
     return f"file:{broker.dir / 'logs' / 'admin.token'}"
 
 
-@pytest.fixture
-def kafka_cluster(db, broker):
-    """The shared broker registered as cluster `local`, admin API found through ZooKeeper."""
+def register(broker, name: str = "local"):
     from dashboard.core.models import Cluster
 
     return Cluster.objects.create(
-        name="local",
+        name=name,
         bootstrap_servers=broker.bootstrap,
         zookeeper_connect=broker.props["zookeeper.connect"],
         admin_token_ref=broker_admin_token_ref(broker),
     )
+
+
+@pytest.fixture
+def kafka_cluster(db, broker):
+    """The shared broker registered as cluster `local`, admin API found through ZooKeeper."""
+    return register(broker)
+
+
+@pytest.fixture
+def group_cluster(db, group_broker):
+    """The shared consumer-group broker (groups form at once) registered as `local`."""
+    return register(group_broker)
 
 
 def make_user(username: str, role: str | None):
@@ -154,7 +164,9 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
     set up the way `make run` does it (migrate, bootstrap_admin, register_cluster)."""
     from tests.conftest import new_broker
 
-    broker = new_broker(zookeeper, tmp_path_factory, num_partitions="3").start()
+    broker = new_broker(
+        zookeeper, tmp_path_factory, num_partitions="3", group_initial_rebalance_delay_ms="0"
+    ).start()
     var = tmp_path_factory.mktemp("dashboard-var")
     env = {
         **os.environ,
