@@ -120,7 +120,12 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [ROOT / "dashboard" / "static"]
+# Browser libraries come from npm (dashboard/assets/package.json, installed by platform/setup
+# into dashboard/assets/node_modules), served under static/vendor/, never copied into the repo.
+STATICFILES_DIRS = [
+    ROOT / "dashboard" / "static",
+    ("vendor/uplot", ROOT / "dashboard" / "assets" / "node_modules" / "uplot" / "dist"),
+]
 STATIC_ROOT = VAR_DIR / "static"
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -134,6 +139,15 @@ CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Lag and throughput history: sampled this often by beat, kept this long.
+HISTORY_INTERVAL_S = float(os.environ.get("DASHBOARD_HISTORY_INTERVAL_S", "30"))
+HISTORY_RETENTION_DAYS = int(os.environ.get("DASHBOARD_HISTORY_RETENTION_DAYS", "7"))
+CELERY_BEAT_SCHEDULE = {
+    # Installed into django-celery-beat's tables by the DatabaseScheduler at start.
+    "record-history": {"task": "tasks.history.record_history", "schedule": HISTORY_INTERVAL_S},
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

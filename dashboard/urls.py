@@ -6,12 +6,39 @@ from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from dashboard.live import maintenance
 from dashboard.live import views as live
 
 urlpatterns = [
     path("", live.overview, name="overview"),
     path("clusters/<str:cluster_id>/", live.overview, name="cluster-overview"),
+    path("clusters/<str:cluster_id>/topics/", live.topic_list, name="topic-list"),
+    path("clusters/<str:cluster_id>/topics/create", live.topic_create, name="topic-create"),
     path("clusters/<str:cluster_id>/topics/<str:topic_name>/", live.topic, name="topic-page"),
+    path(
+        "clusters/<str:cluster_id>/topics/<str:topic_name>/partitions/<int:partition_id>/segments/",
+        live.segments,
+        name="segments-page",
+    ),
+    path("clusters/<str:cluster_id>/groups/", live.group_list, name="group-list"),
+    path("clusters/<str:cluster_id>/groups/<path:group_id>/", live.group, name="group-page"),
+    path("clusters/<str:cluster_id>/maintenance/", maintenance.page, name="maintenance"),
+    path("clusters/<str:cluster_id>/maintenance/run", maintenance.run_now, name="maintenance-run"),
+    path(
+        "clusters/<str:cluster_id>/maintenance/schedules",
+        maintenance.schedule_save,
+        name="schedule-create",
+    ),
+    path(
+        "clusters/<str:cluster_id>/maintenance/schedules/<int:schedule_id>",
+        maintenance.schedule_save,
+        name="schedule-update",
+    ),
+    path(
+        "clusters/<str:cluster_id>/maintenance/schedules/<int:schedule_id>/delete",
+        maintenance.schedule_delete,
+        name="schedule-delete",
+    ),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -125,3 +125,19 @@ async def _replica_views(admin: AdminApi, metadata, topic: str, info) -> dict[in
         return {}
     views = await asyncio.gather(*(ask(b) for b in brokers))
     return dict(zip(brokers, views, strict=True))
+
+
+async def partition_segments(ops: KafkaOps, admin: AdminApi, topic: str, partition: int) -> dict:
+    """The partition's segments on its leader, with what retention and compaction will do
+    next (the admin API computes it); `segments` oldest first."""
+    metadata = await ops.refresh([topic])
+    info = metadata.topics.get(topic)
+    if info is None or partition not in info.partitions:
+        raise KafkaResponseError(3, None, f"{topic}-{partition}")
+    leader = info.partitions[partition].leader
+    if leader < 0:
+        raise AdminApiError(503, f"{topic}-{partition} has no leader")
+    view = await asyncio.to_thread(admin.segments, leader, topic, partition)
+    view["leader"] = leader
+    view["cleanup_policy"] = ",".join(view.get("config", {}).get("cleanup.policy") or [])
+    return view

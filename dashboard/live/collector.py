@@ -3,9 +3,10 @@
 It runs inside daphne, one per cluster, started by the first WebSocket subscriber and
 stopped a little after the last one leaves (`subscribe` / `unsubscribe`); browsers never
 talk to brokers. The cluster overview is always collected; topic snapshots (partitions with
-HW and per-replica LEO) only for topics someone is watching. Chosen over a separate
-management command because the subscribers, and so the topics worth polling, live in the
-daphne process; with several daphnes each polls for its own viewers.
+HW and per-replica LEO), consumer-group snapshots (members, per-partition lag) and segment
+snapshots only for what someone is watching. Chosen over a separate management command
+because the subscribers, and so the things worth polling, live in the daphne process; with
+several daphnes each polls for its own viewers.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from brokerd.client.errors import KafkaClientError
-from dashboard.core import snapshots
+from dashboard.core import groups, snapshots
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import KafkaOps, kafka_client
 from dashboard.core.models import Cluster
@@ -31,29 +32,60 @@ from dashboard.core.models import Cluster
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0
+# A watch: ("topic", name), ("group", id) or ("segments", "topic\0partition").
+Watch = tuple[str, str]
 
 
 def overview_group(cluster_name: str) -> str:
     return f"overview.{_digest(cluster_name)}"
 
 
-def topic_group(cluster_name: str, topic: str) -> str:
+def watch_group(cluster_name: str, watch: Watch) -> str:
     # Group names are limited to 100 ASCII characters; topic names may be 249.
-    return f"topic.{_digest(cluster_name + chr(0) + topic)}"
+    kind, key = watch
+    return f"{kind}.{_digest(cluster_name + chr(0) + key)}"
+
+
+def topic_group(cluster_name: str, topic: str) -> str:
+    return watch_group(cluster_name, ("topic", topic))
+
+
+def maintenance_group(cluster_name: str) -> str:
+    """Where Celery's maintenance tasks push runs as they happen."""
+    return f"maintenance.{_digest(cluster_name)}"
 
 
 def _digest(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:20]
 
 
+def segments_key(topic: str, partition: int) -> str:
+    return f"{topic}\0{partition}"
+
+
+async def _snapshot(ops: KafkaOps, admin: AdminApi, watch: Watch) -> dict[str, Any]:
+    kind, key = watch
+    try:
+        if kind == "topic":
+            partitions = await snapshots.topic_partitions(ops, admin, key)
+            return {"topic_name": key, "partitions": partitions, "error": None}
+        if kind == "group":
+            return {**await groups.group_snapshot(ops.admin, key), "error": None}
+        topic, _, partition = key.partition("\0")
+        view = await snapshots.partition_segments(ops, admin, topic, int(partition))
+        return {**view, "error": None}
+    except (KafkaClientError, AdminApiError, groups.GroupNotFound) as exc:
+        return {"error": str(exc)}
+
+
 class ClusterCollector:
     def __init__(self, cluster_name: str, interval: float | None = None):
         self.cluster_name = cluster_name
         self.interval = interval if interval is not None else settings.COLLECTOR_INTERVAL_S
-        self.topics: Counter[str] = Counter()  # watched topic -> subscribers
+        self.watches: Counter[Watch] = Counter()  # what is watched -> subscribers
         self.subscribers = 0
         self.latest_overview: dict[str, Any] | None = None
-        self.latest_topics: dict[str, dict[str, Any]] = {}
+        self.latest: dict[Watch, dict[str, Any]] = {}
         self._task: asyncio.Task | None = None
         self._stop_timer: asyncio.TimerHandle | None = None
 
@@ -82,7 +114,10 @@ class ClusterCollector:
         ops = KafkaOps(client)
         try:
             while True:
-                await self.collect_once(ops, admin, layer)
+                try:
+                    await self.collect_once(ops, admin, layer)
+                except Exception:  # one bad round must not end the page's updates
+                    log.exception("collector %s: round failed", self.cluster_name)
                 await asyncio.sleep(self.interval)
         finally:
             await client.close()
@@ -100,38 +135,35 @@ class ClusterCollector:
             overview_group(self.cluster_name),
             {"type": "snapshot", "payload": self._wrap("overview", overview)},
         )
-        for topic in [t for t, n in self.topics.items() if n > 0]:
-            try:
-                partitions = await snapshots.topic_partitions(ops, admin, topic)
-                data = {"topic_name": topic, "partitions": partitions, "error": None}
-            except (KafkaClientError, AdminApiError) as exc:
-                data = {"topic_name": topic, "partitions": [], "error": str(exc)}
-            self.latest_topics[topic] = data
+        watches = [w for w, n in self.watches.items() if n > 0]
+        results = await asyncio.gather(*(_snapshot(ops, admin, w) for w in watches))
+        for watch, data in zip(watches, results, strict=True):
+            self.latest[watch] = data
             await layer.group_send(
-                topic_group(self.cluster_name, topic),
-                {"type": "snapshot", "payload": self._wrap("topic", data)},
+                watch_group(self.cluster_name, watch),
+                {"type": "snapshot", "payload": self._wrap(watch[0], data)},
             )
 
     def _wrap(self, kind: str, data: dict) -> dict:
         return {"kind": kind, "cluster_id": self.cluster_name, "data": data}
 
     # Subscriptions -----------------------------------------------------------------------
-    def subscribe(self, topic: str | None = None) -> None:
+    def subscribe(self, watch: Watch | None = None) -> None:
         self.subscribers += 1
-        if topic is not None:
-            self.topics[topic] += 1
+        if watch is not None:
+            self.watches[watch] += 1
         if self._stop_timer is not None:
             self._stop_timer.cancel()
             self._stop_timer = None
         self.start()
 
-    def unsubscribe(self, topic: str | None = None) -> None:
+    def unsubscribe(self, watch: Watch | None = None) -> None:
         self.subscribers -= 1
-        if topic is not None:
-            self.topics[topic] -= 1
-            if self.topics[topic] <= 0:
-                del self.topics[topic]
-                self.latest_topics.pop(topic, None)
+        if watch is not None:
+            self.watches[watch] -= 1
+            if self.watches[watch] <= 0:
+                del self.watches[watch]
+                self.latest.pop(watch, None)
         if self.subscribers <= 0:
             loop = asyncio.get_running_loop()
             self._stop_timer = loop.call_later(
@@ -143,11 +175,11 @@ class ClusterCollector:
             await self.stop()
             _registry().pop(self.cluster_name, None)
 
-    def snapshot_for(self, topic: str | None) -> dict | None:
-        if topic is None:
+    def snapshot_for(self, watch: Watch | None) -> dict | None:
+        if watch is None:
             return self.latest_overview and self._wrap("overview", self.latest_overview)
-        data = self.latest_topics.get(topic)
-        return data and self._wrap("topic", data)
+        data = self.latest.get(watch)
+        return data and self._wrap(watch[0], data)
 
 
 # Per event loop (daphne has one; tests make several), then per cluster.

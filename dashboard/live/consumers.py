@@ -8,7 +8,14 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from dashboard.core.models import Cluster
 from dashboard.core.roles import VIEW_PERMISSION
 
-from .collector import collector_for, overview_group, topic_group
+from .collector import (
+    Watch,
+    collector_for,
+    maintenance_group,
+    overview_group,
+    segments_key,
+    watch_group,
+)
 
 FORBIDDEN = 4403
 NOT_FOUND = 4404
@@ -24,45 +31,80 @@ def _cluster_exists(name: str) -> bool:
     return Cluster.objects.filter(name=name).exists()
 
 
-class SnapshotConsumer(AsyncJsonWebsocketConsumer):
-    """ws/clusters/<cluster_id>/overview/ and ws/clusters/<cluster_id>/topics/<topic>/."""
+class _ClusterConsumer(AsyncJsonWebsocketConsumer):
+    """Checks the user's role and the cluster, then joins `self.channel_group()`."""
 
     group: str | None = None
-    topic: str | None = None
     cluster_name: str = ""
 
+    def channel_group(self) -> str:
+        raise NotImplementedError
+
+    async def joined(self) -> None:
+        """After accepting: subscribe to whatever feeds the group."""
+
     async def connect(self) -> None:
-        kwargs = self.scope["url_route"]["kwargs"]
-        self.cluster_name = kwargs["cluster_id"]
-        self.topic = kwargs.get("topic_name")
+        self.cluster_name = self.scope["url_route"]["kwargs"]["cluster_id"]
         if not await _allowed(self.scope.get("user")):
             await self.close(code=FORBIDDEN)
             return
         if not await _cluster_exists(self.cluster_name):
             await self.close(code=NOT_FOUND)
             return
-        self.group = (
-            topic_group(self.cluster_name, self.topic)
-            if self.topic is not None
-            else overview_group(self.cluster_name)
-        )
+        self.group = self.channel_group()
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        collector = collector_for(self.cluster_name)
-        collector.subscribe(self.topic)
-        latest = collector.snapshot_for(self.topic)
-        if latest is not None:
-            await self.send_json(latest)
+        await self.joined()
 
     async def disconnect(self, code) -> None:
         if self.group is None:
             return
         await self.channel_layer.group_discard(self.group, self.channel_name)
-        collector_for(self.cluster_name).unsubscribe(self.topic)
+        await self.left()
         self.group = None
+
+    async def left(self) -> None:
+        """After leaving the group."""
 
     async def receive_json(self, content, **kwargs) -> None:
         """Pages only listen; anything sent is ignored."""
 
     async def snapshot(self, event) -> None:
         await self.send_json(event["payload"])
+
+
+class SnapshotConsumer(_ClusterConsumer):
+    """ws/clusters/<id>/overview/, .../topics/<topic>/, .../groups/<group>/ and
+    .../topics/<topic>/partitions/<n>/segments/: snapshots from the cluster's collector."""
+
+    watch: Watch | None = None
+
+    def channel_group(self) -> str:
+        kwargs = self.scope["url_route"]["kwargs"]
+        if "partition_id" in kwargs:
+            key = segments_key(kwargs["topic_name"], kwargs["partition_id"])
+            self.watch = ("segments", key)
+        elif "topic_name" in kwargs:
+            self.watch = ("topic", kwargs["topic_name"])
+        elif "group_id" in kwargs:
+            self.watch = ("group", kwargs["group_id"])
+        if self.watch is None:
+            return overview_group(self.cluster_name)
+        return watch_group(self.cluster_name, self.watch)
+
+    async def joined(self) -> None:
+        collector = collector_for(self.cluster_name)
+        collector.subscribe(self.watch)
+        latest = collector.snapshot_for(self.watch)
+        if latest is not None:
+            await self.send_json(latest)
+
+    async def left(self) -> None:
+        collector_for(self.cluster_name).unsubscribe(self.watch)
+
+
+class MaintenanceConsumer(_ClusterConsumer):
+    """ws/clusters/<id>/maintenance/: maintenance runs as Celery's tasks report them."""
+
+    def channel_group(self) -> str:
+        return maintenance_group(self.cluster_name)

@@ -2,9 +2,17 @@
 
 from django.urls import path
 
-from .consumers import SnapshotConsumer
+from .consumers import MaintenanceConsumer, SnapshotConsumer
+
+C = "ws/clusters/<str:cluster_id>"
 
 websocket_urlpatterns = [
-    path("ws/clusters/<str:cluster_id>/overview/", SnapshotConsumer.as_asgi()),
-    path("ws/clusters/<str:cluster_id>/topics/<str:topic_name>/", SnapshotConsumer.as_asgi()),
+    path(f"{C}/overview/", SnapshotConsumer.as_asgi()),
+    path(f"{C}/topics/<str:topic_name>/", SnapshotConsumer.as_asgi()),
+    path(
+        f"{C}/topics/<str:topic_name>/partitions/<int:partition_id>/segments/",
+        SnapshotConsumer.as_asgi(),
+    ),
+    path(f"{C}/groups/<path:group_id>/", SnapshotConsumer.as_asgi()),
+    path(f"{C}/maintenance/", MaintenanceConsumer.as_asgi()),
 ]

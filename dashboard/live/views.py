@@ -1,25 +1,45 @@
-"""Live pages: rendered once with a fresh snapshot, then kept current over a WebSocket."""
+"""Live pages: rendered once with a fresh snapshot, then kept current over a WebSocket.
+Lists (topics, groups) paginate on the server: a page never asks for more than it shows."""
 
 from __future__ import annotations
 
+import datetime
+
+from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
+from django.db.models import Sum
 from django.http import Http404
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
 
 from brokerd.client.errors import KafkaClientError
-from dashboard.core import snapshots
+from dashboard.core import audit, groups, snapshots
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import with_cluster
-from dashboard.core.models import Cluster
-from dashboard.core.roles import VIEW_PERMISSION
+from dashboard.core.models import Cluster, HistorySample
+from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
 
 from ..api.resources import TOPIC_NAME
+
+PAGE_SIZE = 50
+HISTORY_WINDOW = datetime.timedelta(hours=6)
+HISTORY_POINTS = 2000
 
 
 def _cluster(cluster_id: str | None) -> Cluster | None:
     if cluster_id is not None:
         return get_object_or_404(Cluster, name=cluster_id)
     return Cluster.objects.first()
+
+
+def _page_args(request) -> tuple[str, int]:
+    after = request.GET.get("after", "")[:255]
+    try:
+        size = min(max(int(request.GET.get("size", PAGE_SIZE)), 1), 500)
+    except ValueError:
+        size = PAGE_SIZE
+    return after, size
 
 
 @permission_required(VIEW_PERMISSION, raise_exception=True)
@@ -60,4 +80,150 @@ def topic(request, cluster_id: str, topic_name: str):
         request,
         "live/topic.html",
         {"cluster": cluster, "topic_name": topic_name, "partitions": partitions, "error": error},
+    )
+
+
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def topic_list(request, cluster_id: str):
+    """Topics a page at a time (names after `after`), with a form to create one."""
+    cluster = _cluster(cluster_id)
+    after, size = _page_args(request)
+    names, more, error = [], False, None
+    try:
+        metadata = with_cluster(cluster, lambda ops: ops.refresh())
+        rest = sorted(n for n in metadata.topics if n > after)
+        names, more = rest[:size], len(rest) > size
+        rows = [
+            {
+                "name": n,
+                "partitions": len(metadata.topics[n].partitions),
+                "internal": metadata.topics[n].is_internal,
+            }
+            for n in names
+        ]
+    except KafkaClientError as exc:
+        rows, error = [], f"cluster unreachable: {exc}"
+    return render(
+        request,
+        "live/topics.html",
+        {
+            "cluster": cluster,
+            "rows": rows,
+            "after": after,
+            "next_after": names[-1] if more else None,
+            "size": size,
+            "error": error,
+        },
+    )
+
+
+@require_POST
+@permission_required(OPERATE_PERMISSION, raise_exception=True)
+def topic_create(request, cluster_id: str):
+    cluster = _cluster(cluster_id)
+    name = request.POST.get("topic_name", "").strip()
+    try:
+        partitions = int(request.POST.get("partitions") or -1)
+    except ValueError:
+        partitions = 0
+    if not TOPIC_NAME.match(name) or name in (".", "..") or partitions == 0 or partitions > 10_000:
+        messages.error(request, "a topic name is letters, digits, '.', '_' or '-'; 1+ partitions")
+        return redirect("topic-list", cluster.name)
+    details = {"partitions": partitions}
+    try:
+        with_cluster(cluster, lambda ops: ops.create_topic(name, partitions))
+    except KafkaClientError as exc:
+        audit.record(request.user, "topic.create", name, cluster=cluster, details=details,
+                     succeeded=False, result=str(exc))  # fmt: skip
+        messages.error(request, f"could not create {name}: {exc}")
+        return redirect("topic-list", cluster.name)
+    audit.record(request.user, "topic.create", name, cluster=cluster, details=details,
+                 succeeded=True, result="ok")  # fmt: skip
+    return redirect("topic-page", cluster.name, name)
+
+
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def group_list(request, cluster_id: str):
+    cluster = _cluster(cluster_id)
+    after, size = _page_args(request)
+    rows, more, error = [], False, None
+    try:
+        rows, more = with_cluster(cluster, lambda ops: groups.group_page(ops.admin, after, size))
+    except KafkaClientError as exc:
+        error = f"cluster unreachable: {exc}"
+    return render(
+        request,
+        "live/groups.html",
+        {
+            "cluster": cluster,
+            "rows": rows,
+            "after": after,
+            "next_after": rows[-1]["consumer_group_id"] if more and rows else None,
+            "size": size,
+            "error": error,
+        },
+    )
+
+
+def lag_history(cluster: Cluster, group_id: str) -> list[list[float]]:
+    """[[unix seconds, total lag], ...] of the recorded samples, oldest first."""
+    since = timezone.now() - HISTORY_WINDOW
+    points = (
+        HistorySample.objects.filter(
+            cluster=cluster, kind=HistorySample.Kind.LAG, group=group_id, timestamp__gte=since
+        )
+        .values("timestamp")
+        .annotate(total=Sum("value"))
+        .order_by("-timestamp")[:HISTORY_POINTS]
+    )
+    return [[p["timestamp"].timestamp(), p["total"]] for p in reversed(points)]
+
+
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def group(request, cluster_id: str, group_id: str):
+    cluster = _cluster(cluster_id)
+    snapshot, error = None, None
+    try:
+        snapshot = with_cluster(cluster, lambda ops: groups.group_snapshot(ops.admin, group_id))
+    except groups.GroupNotFound as exc:
+        raise Http404(str(exc)) from None
+    except KafkaClientError as exc:
+        error = str(exc)
+    return render(
+        request,
+        "live/group.html",
+        {
+            "cluster": cluster,
+            "group_id": group_id,
+            "snapshot": snapshot,
+            "history": lag_history(cluster, group_id),
+            "error": error,
+        },
+    )
+
+
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def segments(request, cluster_id: str, topic_name: str, partition_id: int):
+    cluster = _cluster(cluster_id)
+    if not TOPIC_NAME.match(topic_name):
+        raise Http404("no such topic")
+    admin = AdminApi(cluster)
+    view, error = None, None
+    try:
+        view = with_cluster(
+            cluster,
+            lambda ops: snapshots.partition_segments(ops, admin, topic_name, partition_id),
+        )
+    except (KafkaClientError, AdminApiError) as exc:
+        error = str(exc)
+    return render(
+        request,
+        "live/segments.html",
+        {
+            "cluster": cluster,
+            "topic_name": topic_name,
+            "partition_id": partition_id,
+            "view": view,
+            "error": error,
+        },
     )

@@ -62,11 +62,107 @@
         leo.append(el("span", `${r.broker_id}: ${r.log_end_offset ?? "?"}`, cls), " ");
       });
       const state = p.offline ? "offline" : p.under_replicated ? "under-replicated" : "ok";
-      row.append(el("td", p.partition_id), el("td", p.leader ?? "none"), el("td", p.leader_epoch),
+      const id = el("td");
+      const link = el("a", p.partition_id);
+      link.href = `${location.pathname}partitions/${p.partition_id}/segments/`;
+      id.append(link);
+      row.append(id, el("td", p.leader ?? "none"), el("td", p.leader_epoch),
         el("td", p.isr.join(", ")), el("td", text(p.log_start_offset)),
         el("td", text(p.high_watermark), "hw"), leo, el("td", p.size_bytes ?? "?"), el("td", state));
       return row;
     }));
+  }
+
+  const setText = (id, value) => {
+    const node = document.getElementById(id);
+    if (node) node.textContent = text(value);
+  };
+
+  function renderGroup(data) {
+    showError(data.error);
+    if (data.error) return;
+    setText("group-state", data.state);
+    setText("group-members", data.members);
+    setText("total-lag", data.lag_summary.total_lag);
+    setText("max-lag", data.lag_summary.max_lag);
+    const rows = document.querySelector("#lags tbody");
+    rows.replaceChildren(...data.lags.map((r) => {
+      const row = el("tr");
+      row.dataset.partition = `${r.topic_name}:${r.partition_id}`;
+      row.append(el("td", r.topic_name), el("td", r.partition_id),
+        el("td", text(r.current_offset), "committed"), el("td", text(r.log_end_offset), "hw"),
+        el("td", text(r.lag), "lag"), el("td", r.consumer_id || ""), el("td", r.client_id || ""));
+      return row;
+    }));
+    const members = document.querySelector("#members tbody");
+    members.replaceChildren(...data.member_list.map((m) => {
+      const row = el("tr");
+      row.append(el("td", m.consumer_id), el("td", m.instance_id || ""), el("td", m.client_id),
+        el("td", m.client_host),
+        el("td", m.assignments.map((a) => `${a.topic_name}-${a.partition_id}`).join(" ")));
+      return row;
+    }));
+    if (window.LagChart) window.LagChart.push(Date.now() / 1000, data.lag_summary.total_lag);
+  }
+
+  const when = (ms) => (ms === null || ms === undefined || ms < 0 ? "–" : new Date(ms).toISOString().replace("T", " ").slice(0, 19));
+
+  function nextAction(s) {
+    // What the broker will do to this segment next, as its admin API computed it.
+    const parts = [];
+    const r = s.retention;
+    if (r) {
+      if (r.deletable_now) parts.push(`retention deletes it (${r.reasons.join(", ")})`);
+      else if (r.blocked_by) parts.push(`kept: ${r.blocked_by}`);
+      else if (r.retention_ms && r.retention_ms.applies && r.retention_ms.eligible_at_ms)
+        parts.push(`retention.ms at ${when(r.retention_ms.eligible_at_ms)}`);
+      if (!r.deletable_now && r.retention_bytes && r.retention_bytes.applies)
+        parts.push(`retention.bytes after ${r.retention_bytes.bytes_until_eligible} more bytes`);
+    }
+    if (s.compaction) parts.push(`compaction: ${s.compaction.section}`);
+    if (s.is_active) parts.push("active");
+    return parts.join("; ") || "kept";
+  }
+
+  function renderSegments(data) {
+    showError(data.error);
+    if (data.error || !data.segments) return;
+    setText("segment-count", data.segments.length);
+    setText("log-start", data.log_start_offset);
+    setText("segments-hw", data.high_watermark);
+    setText("log-size", data.size_bytes);
+    setText("cleanup-policy", data.cleanup_policy);
+    const rows = document.querySelector("#segments tbody");
+    rows.replaceChildren(...data.segments.map((s) => {
+      const row = el("tr");
+      row.dataset.base = s.base_offset;
+      row.append(el("td", s.base_offset, "base"), el("td", text(s.last_offset), "last"),
+        el("td", when(s.first_timestamp)), el("td", when(s.max_timestamp)),
+        el("td", s.size_bytes, "size"), el("td", when(s.created_ms)), el("td", when(s.modified_ms)),
+        el("td", nextAction(s), "next"));
+      return row;
+    }));
+  }
+
+  function renderRun(run) {
+    const rows = document.querySelector("#runs tbody");
+    if (!rows) return;
+    let row = rows.querySelector(`tr[data-run="${run.id}"]`);
+    if (!row) {
+      row = el("tr");
+      row.dataset.run = run.id;
+      rows.prepend(row);
+    }
+    row.dataset.status = run.status;
+    row.replaceChildren(el("td", run.id), el("td", run.action), el("td", run.topic || "all topics"),
+      el("td", run.status, `run-${run.status}`), el("td", when(run.started_ms)),
+      el("td", when(run.finished_ms)), el("td", run.summary || run.error || ""));
+  }
+
+  const initialSegments = document.getElementById("segments-initial");
+  if (initialSegments) {
+    const data = JSON.parse(initialSegments.textContent);
+    if (data) renderSegments(data);
   }
 
   let delay = 500;
@@ -78,6 +174,9 @@
       const message = JSON.parse(event.data);
       if (message.kind === "overview") renderOverview(message.data);
       else if (message.kind === "topic") renderTopic(message.data);
+      else if (message.kind === "group") renderGroup(message.data);
+      else if (message.kind === "segments") renderSegments(message.data);
+      else if (message.kind === "run") renderRun(message.data);
       body.dataset.updated = String(Date.now());
     };
     socket.onclose = (event) => {

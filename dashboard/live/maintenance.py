@@ -1,0 +1,132 @@
+"""The maintenance page: schedules (django-celery-beat PeriodicTasks behind them) you can
+create, edit, enable and delete; runs as they happen (pushed by the Celery tasks over
+Channels); "run now". Changes need the operator role and are audited."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from dashboard.core import audit
+from dashboard.core.models import Cluster, MaintenanceAction, MaintenanceRun, MaintenanceSchedule
+from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
+from tasks import maintenance as tasks
+
+from ..api.resources import TOPIC_NAME
+
+RUNS_SHOWN = 50
+
+
+class TargetForm(forms.Form):
+    action = forms.ChoiceField(choices=MaintenanceAction.choices)
+    topic = forms.RegexField(
+        TOPIC_NAME.pattern, required=False, max_length=249, help_text="empty: every topic"
+    )
+    partition = forms.IntegerField(required=False, min_value=0, max_value=100_000)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("partition") is not None and not data.get("topic"):
+            raise forms.ValidationError("a partition needs a topic")
+        return data
+
+
+class ScheduleForm(TargetForm):
+    every_seconds = forms.IntegerField(min_value=10, max_value=31 * 86400, initial=3600)
+    enabled = forms.BooleanField(required=False, initial=True)
+
+
+def _schedule_rows(cluster: Cluster) -> list[dict]:
+    rows = []
+    for schedule in cluster.schedules.select_related("periodic_task__interval").order_by("pk"):
+        task = schedule.periodic_task
+        rows.append(
+            {
+                "schedule": schedule,
+                "every_seconds": task.interval.every if task and task.interval else None,
+                "last_run_at": task.last_run_at if task else None,
+                "total_runs": task.total_run_count if task else 0,
+            }
+        )
+    return rows
+
+
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def page(request, cluster_id: str):
+    cluster = get_object_or_404(Cluster, name=cluster_id)
+    runs = MaintenanceRun.objects.filter(cluster=cluster).select_related("cluster", "requested_by")
+    return render(
+        request,
+        "live/maintenance.html",
+        {
+            "cluster": cluster,
+            "schedules": _schedule_rows(cluster),
+            "runs": [tasks.run_payload(r) for r in runs[:RUNS_SHOWN]],
+            "schedule_form": ScheduleForm(),
+            "run_form": TargetForm(),
+        },
+    )
+
+
+def _invalid(request, cluster: Cluster, form: forms.Form):
+    for field, errors in form.errors.items():
+        messages.error(request, f"{field}: {' '.join(errors)}")
+    return redirect("maintenance", cluster.name)
+
+
+@require_POST
+@permission_required(OPERATE_PERMISSION, raise_exception=True)
+def run_now(request, cluster_id: str):
+    cluster = get_object_or_404(Cluster, name=cluster_id)
+    form = TargetForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, cluster, form)
+    data = form.cleaned_data
+    run = tasks.create_run(
+        cluster, data["action"], data["topic"], data["partition"], user=request.user
+    )
+    try:
+        tasks.enqueue(run)
+        outcome, ok = f"run {run.pk} queued", True
+    except Exception as exc:  # the queue (Redis) is down: say so on the run itself
+        outcome, ok = f"could not queue run {run.pk}: {exc}", False
+        messages.error(request, outcome)
+    audit.record(request.user, f"maintenance.run.{data['action']}", data["topic"] or "*",
+                 cluster=cluster, details={**data, "run": run.pk}, succeeded=ok, result=outcome)  # fmt: skip
+    return redirect("maintenance", cluster.name)
+
+
+@require_POST
+@permission_required(OPERATE_PERMISSION, raise_exception=True)
+def schedule_save(request, cluster_id: str, schedule_id: int | None = None):
+    cluster = get_object_or_404(Cluster, name=cluster_id)
+    form = ScheduleForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, cluster, form)
+    data = form.cleaned_data
+    if schedule_id is None:
+        schedule = MaintenanceSchedule(cluster=cluster, created_by=request.user)
+    else:
+        schedule = get_object_or_404(MaintenanceSchedule, pk=schedule_id, cluster=cluster)
+    schedule.action, schedule.topic = data["action"], data["topic"] or ""
+    schedule.partition, schedule.enabled = data["partition"], data["enabled"]
+    schedule.save()
+    tasks.sync_periodic_task(schedule, data["every_seconds"])
+    action = "maintenance.schedule.create" if schedule_id is None else "maintenance.schedule.update"
+    audit.record(request.user, action, f"schedule {schedule.pk}", cluster=cluster,
+                 details=data, succeeded=True, result="ok")  # fmt: skip
+    return redirect("maintenance", cluster.name)
+
+
+@require_POST
+@permission_required(OPERATE_PERMISSION, raise_exception=True)
+def schedule_delete(request, cluster_id: str, schedule_id: int):
+    cluster = get_object_or_404(Cluster, name=cluster_id)
+    schedule = get_object_or_404(MaintenanceSchedule, pk=schedule_id, cluster=cluster)
+    tasks.delete_schedule(schedule)
+    audit.record(request.user, "maintenance.schedule.delete", f"schedule {schedule_id}",
+                 cluster=cluster, succeeded=True, result="ok")  # fmt: skip
+    return redirect("maintenance", cluster.name)

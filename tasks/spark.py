@@ -1,0 +1,193 @@
+"""Spark loads launched from the platform: a Celery task runs spark-submit for a SparkLoad.
+
+It follows the job's progress lines (spark_jobs/session.py), keeps the whole log under
+VAR_DIR/spark-logs/, records the result (rows, bytes, offset ranges per partition, duration)
+on the SparkLoad, and pushes every change to the load's Channels group (`spark_load_group`).
+`cancel_load` marks a load `cancelling`; the running task notices within half a second and
+kills spark-submit's process group, so the Spark job really stops.
+
+A SparkLoad's `range` (JSON) for an export (topic -> Parquet at `output`):
+    {}                                   incremental: from where the last load into `output` ended
+    {"start": {"timestamp": ms}}         reload from a point in time (replacing what was loaded)
+and for an import (files at `output` -> topic):
+    {"format": "csv"|"json"|"parquet", "key_column": "id", "value_column": "payload"}
+
+Settings (or environment): SPARK_MASTER (default local[*]), SPARK_SUBMIT (default the
+spark-submit next to this interpreter), SPARK_CONF (dict of --conf values).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from celery import shared_task
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.utils import timezone
+
+from dashboard.core.models import RunStatus, SparkLoad
+from spark_jobs import launcher
+
+log = logging.getLogger(__name__)
+
+RUN_TASK = "tasks.spark.run_spark_load"
+# Not one of RunStatus's values on purpose: a transient state between a cancel request and
+# the task stopping the job; the load then ends FAILED with result["cancelled"] = True.
+CANCELLING = "cancelling"
+ACTIVE = (RunStatus.PENDING, RunStatus.RUNNING)
+PROGRESS_EVERY_S = 0.5
+
+
+def spark_load_group(load_id: int) -> str:
+    """The Channels group a load's page joins for live progress."""
+    return f"sparkload.{load_id}"
+
+
+def load_payload(load: SparkLoad) -> dict[str, Any]:
+    def ms(moment):
+        return int(moment.timestamp() * 1000) if moment else None
+
+    return {
+        "id": load.id,
+        "cluster_id": load.cluster.name,
+        "direction": load.direction,
+        "topic": load.topic,
+        "output": load.output,
+        "status": load.status,
+        "progress": load.progress,
+        "result": load.result,
+        "started_ms": ms(load.started_at),
+        "finished_ms": ms(load.finished_at),
+    }
+
+
+def publish(load: SparkLoad) -> None:
+    """Push the load's state to its page (best effort: the database has it anyway)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": "snapshot", "payload": {"kind": "spark_load", "data": load_payload(load)}}
+    try:
+        async_to_sync(layer.group_send)(spark_load_group(load.id), message)
+    except Exception:
+        log.warning("could not publish spark load %s", load.id, exc_info=True)
+
+
+def job_arguments(load: SparkLoad) -> tuple[str, list[str]]:
+    """Which job, with which arguments, a SparkLoad asks for (ValueError if it cannot)."""
+    spec = load.range or {}
+    common = ["--bootstrap-servers", load.cluster.bootstrap_servers, "--topic", load.topic]
+    if load.direction == SparkLoad.Direction.EXPORT:
+        arguments = [*common, "--output", load.output, "--load-id", f"sparkload-{load.id}"]
+        unsupported = set(spec) - {"start"} or set(spec.get("start") or {}) - {"timestamp"}
+        if unsupported:
+            raise ValueError(
+                f"an export reads incrementally or from a start timestamp; {sorted(unsupported)} "
+                "cannot be honoured"
+            )
+        if (spec.get("start") or {}).get("timestamp") is not None:
+            arguments += ["--from-timestamp", str(int(spec["start"]["timestamp"]))]
+        return "load_topic", arguments
+    arguments = [*common, "--input", load.output]
+    for name in ("format", "key_column", "value_column", "partition_column"):
+        if spec.get(name):
+            arguments += [f"--{name.replace('_', '-')}", str(spec[name])]
+    return "ingest", arguments
+
+
+def _setting(name: str, default: Any) -> Any:
+    return getattr(settings, name, None) or os.environ.get(name) or default
+
+
+def log_path_for(load: SparkLoad):
+    return settings.VAR_DIR / "spark-logs" / f"load-{load.id}.log"
+
+
+@shared_task(name=RUN_TASK)
+def run_spark_load(load_id: int) -> dict[str, Any]:
+    """Run a pending SparkLoad to the end (or until cancelled) and record how it went."""
+    load = SparkLoad.objects.select_related("cluster").get(pk=load_id)
+    path = log_path_for(load)
+    claimed = SparkLoad.objects.filter(pk=load_id, status=RunStatus.PENDING).update(
+        status=RunStatus.RUNNING, started_at=timezone.now(), log_path=str(path), progress=0.0
+    )
+    load.refresh_from_db()
+    if not claimed:  # cancelled before it started, or already run
+        if load.status == CANCELLING:
+            return _finish(load, RunStatus.FAILED, {"cancelled": True, "error": "cancelled"})
+        return {"load_id": load.id, "status": load.status}
+    publish(load)
+    started = time.monotonic()
+    try:
+        job, arguments = job_arguments(load)
+    except ValueError as exc:
+        return _finish(load, RunStatus.FAILED, {"error": str(exc)})
+    argv = launcher.command(
+        job, arguments, master=_setting("SPARK_MASTER", "local[*]"), conf=_setting("SPARK_CONF", {})
+    )
+    last_push = [0.0]
+
+    def on_progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last_push[0] < PROGRESS_EVERY_S and done < total:
+            return
+        last_push[0] = now
+        # Never past 99 % before the result is recorded; never overwrite a cancel request.
+        load.progress = min(done / total, 0.99) if total else 0.0
+        SparkLoad.objects.filter(pk=load.id, status=RunStatus.RUNNING).update(
+            progress=load.progress
+        )
+        publish(load)
+
+    def on_start(pid: int) -> None:
+        SparkLoad.objects.filter(pk=load.id).update(result={"pid": pid})
+
+    def should_cancel() -> bool:
+        return SparkLoad.objects.filter(pk=load.id, status=CANCELLING).exists()
+
+    outcome = launcher.follow(
+        argv, path, on_progress=on_progress, on_start=on_start, should_cancel=should_cancel
+    )
+    summary = {
+        "duration_s": round(time.monotonic() - started, 3),
+        "returncode": outcome.returncode,
+        "command": argv,
+    }
+    if outcome.cancelled:
+        return _finish(load, RunStatus.FAILED, {**summary, "cancelled": True, "error": "cancelled"})
+    if not outcome.succeeded:
+        error = "\n".join(outcome.log_tail[-20:])
+        return _finish(load, RunStatus.FAILED, {**summary, "error": error})
+    job_result = dict(outcome.result)
+    job_result["job_duration_s"] = job_result.pop("duration_s", None)
+    return _finish(load, RunStatus.SUCCEEDED, {**job_result, **summary}, progress=1.0)
+
+
+def _finish(load: SparkLoad, status: str, result: dict, progress: float | None = None) -> dict:
+    load.status, load.result, load.finished_at = status, result, timezone.now()
+    if progress is not None:
+        load.progress = progress
+    load.save(update_fields=["status", "result", "finished_at", "progress"])
+    publish(load)
+    return {"load_id": load.id, "status": load.status}
+
+
+def start_load(load: SparkLoad) -> SparkLoad:
+    """Queue a pending load on Celery; the task id is kept for the record."""
+    async_result = run_spark_load.delay(load.id)
+    SparkLoad.objects.filter(pk=load.id).update(celery_task_id=async_result.id or "")
+    load.celery_task_id = async_result.id or ""
+    publish(load)
+    return load
+
+
+def cancel_load(load: SparkLoad) -> bool:
+    """Ask a pending or running load to stop; False when it already finished."""
+    asked = SparkLoad.objects.filter(pk=load.id, status__in=ACTIVE).update(status=CANCELLING)
+    load.refresh_from_db()
+    publish(load)
+    return bool(asked)
