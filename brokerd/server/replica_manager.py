@@ -48,6 +48,9 @@ class ReplicaManager:
         self.cleaner = None  # LogCleanerManager, when log.cleaner.enable
         self._cleaner_thread = None
         self._maintenance: list[asyncio.Task] = []
+        # Topic creation and ZooKeeper watches both sync; two at once would each load the
+        # same new partition directory (two Log objects, two writers on one segment).
+        self._sync_lock = asyncio.Lock()
 
     # Lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -132,6 +135,10 @@ class ReplicaManager:
     # Leadership -----------------------------------------------------------------------
     async def sync_leadership(self) -> None:
         """Lead exactly the partitions whose state znode names this broker."""
+        async with self._sync_lock:
+            await self._sync_leadership()
+
+    async def _sync_leadership(self) -> None:
         me = self.broker.broker_id
         wanted = {}
         for info in self.broker.metadata.topics.values():
