@@ -149,7 +149,8 @@ class GroupCoordinator:
             if topic == offsets_topic.TOPIC:
                 self._unload(partition)
         for topic, partition in gained:
-            if topic == offsets_topic.TOPIC and self.active:
+            already = partition in self.loading or partition in self.owned
+            if topic == offsets_topic.TOPIC and self.active and not already:
                 self.loading.add(partition)
                 self._spawn(self._load(partition))
 

@@ -161,8 +161,11 @@ def fetch(client, group, partitions, version=7):
 
 def ready_coordinator(client, group) -> None:
     """FindCoordinator (creating __consumer_offsets), then wait for the partition to load."""
-    assert client.call(request(10, 1, key=group, key_type=0)).error_code == E.none
     deadline = time.monotonic() + 10
+    # The first lookup creates the topic; like Kafka, it may answer COORDINATOR_NOT_AVAILABLE.
+    while client.call(request(10, 1, key=group, key_type=0)).error_code:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     while client.call(request(9, 7, group_id=group, topics=None, require_stable=False)).error_code:
         assert time.monotonic() < deadline
         time.sleep(0.05)
