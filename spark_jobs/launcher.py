@@ -1,0 +1,159 @@
+"""Run a job under spark-submit and follow it: log kept, progress parsed, cancel that kills.
+
+Used by the Celery task (tasks/spark.py), usable from anything else. spark-submit runs in its
+own session (process group): the JVM, its Python workers and the script all share it, so
+cancelling signals the whole group (SIGTERM, then SIGKILL) and the Spark job really stops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .session import PROGRESS, RESULT, ROOT
+
+JOBS = {
+    "load_topic": ROOT / "spark_jobs" / "load_topic.py",
+    "ingest": ROOT / "spark_jobs" / "ingest.py",
+}
+
+
+@dataclass
+class Outcome:
+    returncode: int | None
+    result: dict | None
+    cancelled: bool
+    log_tail: list[str] = field(default_factory=list)
+    pid: int | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.returncode == 0 and self.result is not None and not self.cancelled
+
+
+def spark_submit() -> str:
+    """$SPARK_SUBMIT, else the spark-submit installed next to this interpreter (pyspark)."""
+    return os.environ.get("SPARK_SUBMIT") or str(Path(sys.executable).parent / "spark-submit")
+
+
+def command(
+    job: str, arguments: list[str], *, master: str | None = None, conf: dict | None = None
+) -> list[str]:
+    parts = [spark_submit()]
+    if master:
+        parts += ["--master", master]
+    for key, value in (conf or {}).items():
+        parts += ["--conf", f"{key}={value}"]
+    return [*parts, str(JOBS[job]), *arguments]
+
+
+def job_environment() -> dict[str, str]:
+    path = os.environ.get("PYTHONPATH", "")
+    return {
+        **os.environ,
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT),
+    }
+
+
+def follow(
+    argv: list[str],
+    log_path: Path,
+    *,
+    on_progress: Callable[[int, int], None] = lambda done, total: None,
+    on_start: Callable[[int], None] = lambda pid: None,
+    should_cancel: Callable[[], bool] = lambda: False,
+    poll_interval: float = 0.5,
+    kill_grace: float = 10.0,
+) -> Outcome:
+    """Run `argv`, appending its output to `log_path`, until it exits or is cancelled."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    tail: deque[str] = deque(maxlen=50)
+    with open(log_path, "a", buffering=1) as log:
+        process = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            env=job_environment(),
+            cwd=ROOT,
+            start_new_session=True,
+        )
+        on_start(process.pid)
+
+        def pump() -> None:
+            for line in process.stdout:
+                log.write(line)
+                lines.put(line)
+            lines.put(None)
+
+        reader = threading.Thread(target=pump, name="spark-submit-output", daemon=True)
+        reader.start()
+        result: dict | None = None
+        cancelled = False
+        finished = False
+        while not finished:
+            try:
+                line = lines.get(timeout=poll_interval)
+            except queue.Empty:
+                line = ""
+            if line is None:
+                finished = True
+            elif line:
+                tail.append(line.rstrip("\n"))
+                kind, _, payload = line.partition(" ")
+                if kind == PROGRESS:
+                    progress = json.loads(payload)
+                    on_progress(int(progress["done"]), int(progress["total"]))
+                elif kind == RESULT:
+                    result = json.loads(payload)
+            if not cancelled and not finished and should_cancel():
+                cancelled = True
+                log.write("brokerd: cancelled, stopping the Spark job\n")
+                stop_group(process, kill_grace)
+        process.wait()
+        reader.join(5)
+    return Outcome(process.returncode, result, cancelled, list(tail), process.pid)
+
+
+def stop_group(process: subprocess.Popen, grace: float) -> None:
+    """SIGTERM to the job's process group, SIGKILL to whatever is left after `grace`."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and group_alive(process.pid):
+        time.sleep(0.1)
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of this process group still runs (zombies do not count)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
