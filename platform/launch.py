@@ -1,6 +1,6 @@
-"""Start the local platform on loopback: ZooKeeper, Redis, a broker and the dashboard
-(daphne; the database migrated, the first admin user created, the broker registered) for
-`make run`.
+"""Start the local platform on loopback: ZooKeeper, Redis, a broker, the dashboard
+(daphne; the database migrated, the first admin user created, the broker registered) and a
+Celery worker and beat, for `make run`.
 
 Everything keeps its state under var/ at the repository root. Ctrl-C or SIGTERM stops all
 of them; if one dies, the others are stopped too. This directory is not a Python package
@@ -167,6 +167,22 @@ def start_dashboard(port: int, env: dict[str, str]) -> subprocess.Popen:
     return process
 
 
+def celery_command(role: str) -> list[str]:
+    """The Celery worker or beat of the platform (tasks/celery.py; beat's schedules live in
+    the database through django-celery-beat)."""
+    command = [sys.executable, "-m", "celery", "-A", "tasks", role, "-l", "info"]
+    if role == "worker":
+        command += ["--concurrency", "2", "--without-gossip", "--without-mingle"]
+    else:
+        command += ["--schedule", str(VAR / "celerybeat-schedule")]
+    return command
+
+
+def start_celery(env: dict[str, str]) -> list[tuple[str, subprocess.Popen]]:
+    return [(f"celery-{role}", spawn(f"celery-{role}", celery_command(role), env=env))
+            for role in ("worker", "beat")]  # fmt: skip
+
+
 def stop_all(processes: list[tuple[str, subprocess.Popen]]) -> None:
     """Brokers first (they close their ZooKeeper sessions), then the services."""
     for _name, process in reversed(processes):
@@ -213,12 +229,14 @@ def main() -> int:
         env = dashboard_env(args.redis_port)
         prepare_dashboard(env, args.broker_port, args.zookeeper_port)
         processes.append(("daphne", start_dashboard(args.web_port, env)))
+        processes.extend(start_celery(env))
         print(
             "platform running on loopback (logs in var/logs/):\n"
             f"  ZooKeeper  127.0.0.1:{args.zookeeper_port} (chroot /brokerd)\n"
             f"  Redis      127.0.0.1:{args.redis_port}\n"
             f"  broker 1   127.0.0.1:{args.broker_port}  (bootstrap.servers)\n"
             f"  dashboard  http://127.0.0.1:{args.web_port}/  (API docs at /api/docs/)\n"
+            "  celery     worker and beat (maintenance schedules, lag history)\n"
             "Ctrl-C stops everything.",
             flush=True,
         )
