@@ -101,6 +101,8 @@ class Broker:
         for listener in self.listeners:
             listener.stop_accepting()
         self.replicas.wake_all_waiters()
+        # Parked JoinGroup/SyncGroup answers (NOT_COORDINATOR) before waiting on owed responses.
+        await self.groups.shutdown()
         for listener in self.listeners:
             await listener.drain()
         for task in list(self._background):

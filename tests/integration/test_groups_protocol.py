@@ -645,3 +645,16 @@ def test_coordinator_partition_matches_the_formula(group_broker):
     with WireClient(group_broker.bootstrap) as client:
         response = client.call(request(10, 1, key="polygenelubricants", key_type=0))
         assert response.error_code == E.none
+
+
+def test_shutdown_answers_parked_joins_with_not_coordinator(make_broker):
+    broker = make_broker(group_initial_rebalance_delay_ms="0").start()
+    group = new_group()
+    with WireClient(broker.bootstrap) as a, WireClient(broker.bootstrap, timeout=30) as b:
+        ready_coordinator(a, group)
+        join(a, group, instance_id="a")
+        b.send(join_request(group, instance_id="b"))  # parks: a has not rejoined
+        time.sleep(0.3)
+        assert broker.terminate() == 0
+        _, parked = b.receive(JOIN, 5)
+        assert parked.error_code == E.not_coordinator
