@@ -112,7 +112,6 @@ class Broker:
             await self.zk.stop()
         except Exception:  # ZooKeeper may be gone; the session then expires by itself
             log.warning("closing the ZooKeeper session failed", exc_info=True)
-        await self.groups.shutdown()
         await self.replicas.shutdown()
         log.info("broker %d stopped", self.broker_id)
 
