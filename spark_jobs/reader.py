@@ -159,9 +159,27 @@ def to_arrow(records: list[ConsumerRecord]) -> pa.RecordBatch:
                 pa.timestamp("us", tz="UTC"),
             ),
             pa.array([r.timestamp_type for r in records], pa.int32()),
-            pa.array(
-                [[{"key": k, "value": v} for k, v in r.headers] for r in records], HEADERS_TYPE
-            ),
+            _headers(records),
         ],
         schema=ARROW_SCHEMA,
     )
+
+
+def _headers(records: list[ConsumerRecord]) -> pa.Array:
+    """Built from flat arrays: most records have no headers, and a list per record is slow."""
+    offsets = [0]
+    keys: list[str] = []
+    values: list[bytes | None] = []
+    total = 0
+    for record in records:
+        if record.headers:
+            for key, value in record.headers:
+                keys.append(key)
+                values.append(value)
+            total += len(record.headers)
+        offsets.append(total)
+    entries = pa.StructArray.from_arrays(
+        [pa.array(keys, pa.string()), pa.array(values, pa.binary())],
+        fields=list(HEADERS_TYPE.value_type),
+    )
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), entries, type=HEADERS_TYPE)
