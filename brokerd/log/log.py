@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -50,6 +51,18 @@ class AppendInfo:
     record_count: int
     valid_bytes: int
     duplicate: bool = False
+    # With append_as_leader(defer_flush=True): flush.messages/flush.ms are due, and the
+    # caller must run flush(last_offset + 1) (off the event loop) before acknowledging.
+    flush_needed: bool = False
+
+
+@dataclass(slots=True)
+class OwnedRegion(FileRegion):
+    """A region with its own descriptor (a dup of the segment's): it stays readable after
+    retention or the cleaner closes and deletes the segment. Send it, then `release()`."""
+
+    def release(self) -> None:
+        self.file.close()
 
 
 @dataclass(slots=True)
@@ -111,6 +124,9 @@ class Log:
         self._unflushed_messages = 0
         self.last_flush_ms = self.now_ms()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        # Held while a read dups a segment's descriptor and while a segment's file is
+        # closed, so a read never dups a closed (or already reused) descriptor number.
+        self._file_lock = threading.Lock()
         self.closed = False
 
     # Segments ------------------------------------------------------------------------
@@ -161,10 +177,16 @@ class Log:
 
     # Appends --------------------------------------------------------------------------
     def append_as_leader(
-        self, records: bytes | bytearray, leader_epoch: int, now_ms: int | None = None
+        self,
+        records: bytes | bytearray,
+        leader_epoch: int,
+        now_ms: int | None = None,
+        defer_flush: bool = False,
     ) -> AppendInfo:
         """Validate a produced record set and assign its offsets in place, then write it.
 
+        With defer_flush, a due fsync (flush.messages / flush.ms) is left to the caller
+        (`AppendInfo.flush_needed`), so an event loop need not block on it.
         Raises the typed errors of `errors` (each carries its Kafka error code)."""
         buf = bytearray(records)
         if len(buf) > 16 and buf[16] in (0, 1):
@@ -225,7 +247,7 @@ class Log:
                 if batch.has_producer_id:
                     self.producer_state.update(batch, batch.base_offset, batch.last_offset)
             self.producer_state.update_map_end_offset(next_offset)
-            self._after_append(count)
+            flush_due = self._after_append(count, defer_flush)
             return AppendInfo(
                 first_offset,
                 next_offset - 1,
@@ -234,6 +256,7 @@ class Log:
                 self.log_start_offset,
                 count,
                 len(buf),
+                flush_needed=flush_due,
             )
 
     def append_as_follower(self, records: bytes | bytearray) -> AppendInfo | None:
@@ -342,13 +365,18 @@ class Log:
         segment.append(data, headers)
         self._log_end_offset = headers[-1].last_offset + 1
 
-    def _after_append(self, count: int) -> None:
+    def _after_append(self, count: int, defer_flush: bool = False) -> bool:
+        """Count the records; flush when flush.messages / flush.ms say so (or, deferred,
+        return True for the caller to do it)."""
         self._unflushed_messages += count
-        if self._unflushed_messages >= self.config.flush_messages:
+        due = self._unflushed_messages >= self.config.flush_messages or (
+            self.config.flush_ms < (1 << 62)
+            and self.now_ms() - self.last_flush_ms >= self.config.flush_ms
+        )
+        if due and not defer_flush:
             self.flush()
-        elif self.config.flush_ms < (1 << 62):
-            if self.now_ms() - self.last_flush_ms >= self.config.flush_ms:
-                self.flush()
+            return False
+        return due
 
     def _check_open(self) -> None:
         if self.closed:
@@ -388,18 +416,29 @@ class Log:
 
     def flush(self, offset: int | None = None) -> None:
         """fsync segments holding offsets below `offset` (default: all) and advance the
-        recovery point: recovery after a crash starts there."""
+        recovery point: recovery after a crash starts there.
+
+        The fsyncs run without `_lock`, so appends (on the event loop) never wait for a
+        disk flush running on another thread."""
         with self._lock:
             offset = self._log_end_offset if offset is None else offset
             if offset <= self.recovery_point:
                 return
-            for segment in self.segments_from(self.recovery_point):
-                if segment.base_offset >= offset:
-                    break
+            segments = [
+                s for s in self.segments_from(self.recovery_point) if s.base_offset < offset
+            ]
+            flushed_messages = self._unflushed_messages if offset >= self._log_end_offset else 0
+        for segment in segments:
+            try:
                 segment.flush()
+            except ValueError:  # its file was closed meanwhile
+                if segment in self._segments[1]:
+                    raise  # still live: a real failure
+                # Deleted or replaced by retention/the cleaner: nothing left to flush.
+        with self._lock:
             self.recovery_point = max(self.recovery_point, offset)
-            if offset >= self._log_end_offset:
-                self._unflushed_messages = 0
+            if flushed_messages or offset >= self._log_end_offset:
+                self._unflushed_messages = max(0, self._unflushed_messages - flushed_messages)
                 self.last_flush_ms = self.now_ms()
 
     # Reads ----------------------------------------------------------------------------
@@ -409,9 +448,32 @@ class Log:
         max_bytes: int,
         max_offset: int | None = None,
         min_one_message: bool = True,
+        owned: bool = False,
     ) -> FetchDataInfo:
         """Whole batches from the one holding start_offset, up to max_bytes (at least one
-        batch when min_one_message), and nothing at or above max_offset (e.g. the HW)."""
+        batch when min_one_message), and nothing at or above max_offset (e.g. the HW).
+
+        `owned`: the region is an OwnedRegion with its own descriptor, safe to send later
+        even if the segment is deleted meanwhile; the caller must release() it."""
+        while True:
+            segments_before = self._segments
+            try:
+                return self._read(start_offset, max_bytes, max_offset, min_one_message, owned)
+            except ValueError:
+                # A segment file closed under us (retention, the cleaner): if the segment
+                # list changed, read again from the new one (which may now say the
+                # offset is out of range); otherwise it is a real error.
+                if self._segments is segments_before:
+                    raise
+
+    def _read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None,
+        min_one_message: bool,
+        owned: bool,
+    ) -> FetchDataInfo:
         end_offset = self._log_end_offset
         if start_offset == end_offset:
             return FetchDataInfo(start_offset, None)
@@ -432,7 +494,12 @@ class Log:
                 bound = segment.translate_offset(max_offset)
                 if bound is not None:
                     max_position = bound.position
-            found = segment.read(start_offset, max_bytes, max_position, min_one_message)
+            with self._file_lock:
+                found = segment.read(start_offset, max_bytes, max_position, min_one_message)
+                if found is not None and found[1].length and owned:
+                    first, region = found
+                    own_file = os.fdopen(os.dup(region.file.fileno()), "rb", buffering=0)
+                    found = first, OwnedRegion(own_file, region.position, region.length)
             if found is not None:
                 first, region = found
                 if region.length == 0:
@@ -527,6 +594,7 @@ class Log:
             drop = [s for s in self._segments[1] if s.base_offset > offset]
             self._set_segments(keep)
             for segment in drop:
+                self._close_file(segment)
                 segment.delete()
             self.active_segment.truncate_to(offset)
             self._log_end_offset = offset
@@ -545,6 +613,7 @@ class Log:
             )
             for segment in old:
                 if segment.base_offset != offset:
+                    self._close_file(segment)
                     segment.delete()
             self._log_end_offset = offset
             self.log_start_offset = offset
@@ -610,8 +679,15 @@ class Log:
                 (t, s) for t, s in self._pending_deletes if not (force or t <= now)
             ]
         for _, segment in due:
+            self._close_file(segment)
             segment.delete()
         return len(due)
+
+    def _close_file(self, segment: LogSegment) -> None:
+        """Close a segment's log file under the file lock (see `read`); closing the rest
+        (indexes, unlinks) needs no lock and may take longer."""
+        with self._file_lock:
+            segment.file.close()
 
     def replace_segments(self, new: list[LogSegment], old: list[LogSegment]) -> None:
         """Swap cleaned segments in for the ones they replace, atomically for readers."""
@@ -639,7 +715,8 @@ class Log:
             self.producer_state.take_snapshot(self._log_end_offset)
             self.leader_epoch_cache.flush()
             for segment in self._segments[1]:
-                segment.close()
+                self._close_file(segment)
+                segment.close()  # seals the indexes (the file is already closed)
             self.remove_deleted_segments(force=True)
             self.closed = True
 
@@ -649,6 +726,7 @@ class Log:
 
         with self._lock:
             for segment in self._segments[1]:
+                self._close_file(segment)
                 segment.close()
             self.remove_deleted_segments(force=True)
             self.closed = True

@@ -32,13 +32,21 @@ current_peer: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
 @dataclass(slots=True)
 class ResponseParts:
     """A response written piecewise, in order (the Fetch path): bytes, and file regions
-    (`.file`, `.position`, `.length`, e.g. brokerd.log.segment.FileRegion) sent with sendfile."""
+    (`.file`, `.position`, `.length`, e.g. brokerd.log.segment.FileRegion) sent with sendfile.
+    A region with `release()` (brokerd.log.log.OwnedRegion) is released once written, or
+    when the connection fails while writing it."""
 
     parts: list[Any]
 
     @property
     def size(self) -> int:
         return sum(len(p) if isinstance(p, bytes) else p.length for p in self.parts)
+
+    def release(self) -> None:
+        for part in self.parts:
+            release = getattr(part, "release", None)
+            if release is not None:
+                release()
 
 
 _END = object()
@@ -126,6 +134,9 @@ class Connection:
                 log.info("connection from %s lost while writing: %s", self.peer, exc)
                 self._abandon()
                 return
+            finally:
+                if isinstance(response, ResponseParts):
+                    response.release()
 
     async def _send(self, response: bytes | ResponseParts) -> None:
         if isinstance(response, bytes):

@@ -195,7 +195,11 @@ class ReplicaManager:
         return self.log_manager.get_log(topic, partition) if self.log_manager else None
 
     # Appends --------------------------------------------------------------------------
-    def append(self, partition: LeaderPartition, records: bytes, acks: int) -> AppendInfo:
+    def append(
+        self, partition: LeaderPartition, records: bytes, acks: int, defer_flush: bool = False
+    ) -> AppendInfo:
+        """Append on the event loop. With defer_flush, a due fsync (flush.messages/flush.ms)
+        is the caller's (`info.flush_needed`: run log.flush off the loop before acking)."""
         if acks == -1:
             min_isr = partition.log.config.min_insync_replicas
             if len(partition.isr) < min_isr:
@@ -203,7 +207,9 @@ class ReplicaManager:
                     ErrorCode.not_enough_replicas,
                     f"ISR {partition.isr} is smaller than min.insync.replicas {min_isr}",
                 )
-        info = partition.log.append_as_leader(records, partition.leader_epoch)
+        info = partition.log.append_as_leader(
+            records, partition.leader_epoch, defer_flush=defer_flush
+        )
         if partition.isr == [self.broker.broker_id]:
             partition.log.update_high_watermark(partition.log.log_end_offset)
         self.purgatory.notify((partition.topic, partition.partition))

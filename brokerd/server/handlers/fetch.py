@@ -96,6 +96,7 @@ async def handle_fetch(broker, request: Request):
         remaining = deadline - time.monotonic()
         if total >= body.min_bytes or has_error or remaining <= 0 or not wanted:
             break
+        _release(results)  # not enough yet: read again after the wait
         await broker.replicas.purgatory.wait(list(wanted), remaining)
         if broker.replicas.purgatory.closed:
             results = _read_all(broker, wanted, max_bytes, body.replica_id >= 0)
@@ -110,6 +111,12 @@ async def handle_fetch(broker, request: Request):
                 state.last_high_watermark = r.high_watermark
                 state.last_log_start_offset = r.log_start_offset
     return _encode(request, error, response_session_id, results, isolation, version)
+
+
+def _release(results: list[PartitionResult]) -> None:
+    for result in results:
+        if result.region is not None:
+            result.region.release()
 
 
 def _changed(state: SessionPartition, result: PartitionResult) -> bool:
@@ -147,6 +154,7 @@ def _read_all(broker, wanted, max_bytes: int, from_replica: bool) -> list[Partit
                     max(limit, 0),
                     max_offset=None if from_replica else high_watermark,
                     min_one_message=first_data,
+                    owned=True,  # its own descriptor: sent later, maybe after a delete
                 )
                 if data.region is not None and data.region.length > 0:
                     result.region = data.region

@@ -6,12 +6,17 @@ LogAppendTime) and up-converts v0/v1 message sets; this handler routes and repor
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
+from typing import TYPE_CHECKING
 
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+
+if TYPE_CHECKING:
+    from brokerd.log.log import Log
 
 log = logging.getLogger(__name__)
 
@@ -28,25 +33,48 @@ async def handle_produce(broker, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     acks = body.acks
-    topics = []
+    # Every append happens before the first await (see _append); fsyncs come after.
+    appended: list[tuple[str, list[dict]]] = []
+    to_flush: list[tuple[dict, Log, int]] = []
     for topic_data in body.topic_data:
         partitions = []
         for partition_data in topic_data.partition_data:
-            fields = _append(broker, topic_data.name, partition_data, acks)
-            partitions.append(build(module.PartitionProduceResponse, **fields))
-        topics.append(
-            build(
-                module.TopicProduceResponse,
-                name=topic_data.name,
-                partition_responses=tuple(partitions),
-            )
-        )
+            fields, flush = _append(broker, topic_data.name, partition_data, acks)
+            partitions.append(fields)
+            if flush is not None:
+                to_flush.append((fields, *flush))
+        appended.append((topic_data.name, partitions))
+    if to_flush:
+        # flush.messages / flush.ms: Kafka acknowledges after the fsync. Run it on a
+        # thread so that the loop keeps serving while the disk works.
+        await asyncio.to_thread(_flush, to_flush)
     if acks == 0:
         return None  # the client reads no response; errors show only in broker logs
+    topics = [
+        build(
+            module.TopicProduceResponse,
+            name=name,
+            partition_responses=tuple(
+                build(module.PartitionProduceResponse, **fields) for fields in partitions
+            ),
+        )
+        for name, partitions in appended
+    ]
     return build(module.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
 
 
-def _append(broker, topic: str, partition_data, acks: int) -> dict:
+def _flush(to_flush: list[tuple[dict, Log, int]]) -> None:
+    for fields, partition_log, offset in to_flush:
+        try:
+            partition_log.flush(offset)
+        except (OSError, ValueError) as exc:
+            log.error("fsync of %s failed: %s", partition_log.dir.name, exc)
+            fields.update(error_code=ErrorCode.kafka_storage_error, base_offset=-1)
+            fields["error_message"] = f"fsync failed: {exc}"
+
+
+def _append(broker, topic: str, partition_data, acks: int) -> tuple[dict, tuple | None]:
+    """The partition's response fields, and (log, offset) when an fsync is due first."""
     fields = {
         "index": partition_data.index,
         "error_code": ErrorCode.none,
@@ -64,18 +92,18 @@ def _append(broker, topic: str, partition_data, acks: int) -> dict:
         leader = broker.replicas.leader(topic, partition_data.index)
         # On the loop, no await before it: pipelined requests append in arrival order,
         # which idempotent producers (up to 5 in flight) rely on. A write is short.
-        info = broker.replicas.append(leader, partition_data.records, acks)
+        info = broker.replicas.append(leader, partition_data.records, acks, defer_flush=True)
     except Exception as exc:  # noqa: BLE001 - every failure is this partition's answer
         code = error_code_of(exc)
         if code == ErrorCode.unknown_server_error:
             log.exception("produce to %s-%d failed", topic, partition_data.index)
         fields["error_code"] = code
         fields["error_message"] = getattr(exc, "message", None) or str(exc) or None
-        return fields
+        return fields, None
     fields["base_offset"] = info.first_offset
     fields["log_append_time"] = _log_append_time(info.log_append_time)
     fields["log_start_offset"] = info.log_start_offset
-    return fields
+    return fields, (leader.log, info.last_offset + 1) if info.flush_needed else None
 
 
 HANDLERS = {0: handle_produce}
