@@ -94,8 +94,10 @@ def plan(args: argparse.Namespace, log: LoadLog) -> dict[int, dict[str, int]]:
     for p in sorted(latest):
         start = previous.get(p, earliest[p])
         if p in at_time:
-            # A reload never starts later than the incremental load would: no gap.
-            start = min(start, at_time[p] if at_time[p] >= 0 else latest[p])
+            from_time = at_time[p] if at_time[p] >= 0 else latest[p]
+            # A reload never starts later than the incremental load would (no gap); a first
+            # load from a time skips what came before it.
+            start = min(start, from_time) if p in previous else from_time
         if start > latest[p]:
             raise RuntimeError(
                 f"{args.topic}-{p}: the last load ended at {start} but the high watermark "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import time
 
 import pytest
@@ -122,3 +123,18 @@ def test_load_dying_before_its_commit_is_redone_without_duplicates(
     redone = load(broker, topic, output, "--load-id", "b")
     assert redone["rows"] == 2_000
     assert parquet_records(output) == topic_records(client, topic)
+
+
+def test_first_load_from_a_timestamp_skips_older_records(
+    spark, broker, client, make_topic, tmp_path
+):
+    topic = make_topic(2)
+    produce_confluent(broker.bootstrap, topic, records(0, 500))
+    time.sleep(0.02)
+    since = datetime.datetime.now(datetime.UTC)
+    time.sleep(0.02)
+    produce_confluent(broker.bootstrap, topic, records(500, 300))
+    manifest = load(broker, topic, tmp_path / "out", "--from-timestamp", since.isoformat())
+    assert manifest["rows"] == 300
+    loaded = parquet_records(tmp_path / "out")
+    assert sorted(key for _, _, key, _ in loaded) == sorted(k for k, _ in records(500, 300))
