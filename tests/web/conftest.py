@@ -142,6 +142,7 @@ class LiveDashboard:
     cluster: str
     broker: object
     log_path: Path
+    env: dict
 
 
 def _manage(env: dict, *args: str) -> str:
@@ -164,8 +165,13 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
     set up the way `make run` does it (migrate, bootstrap_admin, register_cluster)."""
     from tests.conftest import new_broker
 
+    # No cleaner thread: compaction happens when the maintenance page asks for it.
     broker = new_broker(
-        zookeeper, tmp_path_factory, num_partitions="3", group_initial_rebalance_delay_ms="0"
+        zookeeper,
+        tmp_path_factory,
+        num_partitions="3",
+        group_initial_rebalance_delay_ms="0",
+        log_cleaner_enable="false",
     ).start()
     var = tmp_path_factory.mktemp("dashboard-var")
     env = {
@@ -221,6 +227,7 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
             cluster="local",
             broker=broker,
             log_path=log_path,
+            env=env,
         )
     finally:
         process.terminate()
@@ -230,6 +237,34 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
             process.kill()
         log.close()
         broker.kill()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(live_dashboard):
+    """A real Celery worker (tasks/celery.py) on the live dashboard's database and Redis."""
+    log_path = live_dashboard.log_path.with_name("celery-worker.log")
+    log = open(log_path, "ab")  # noqa: SIM115 - lives with the process
+    command = [sys.executable, "-m", "celery", "-A", "tasks", "worker", "-P", "solo", "-l", "info"]
+    command += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=live_dashboard.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: b" ready." in log_path.read_bytes() or process.poll() is not None, 60)
+        assert process.poll() is None, log_path.read_text()
+        yield log_path
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
 
 
 def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1):

@@ -29,8 +29,9 @@ def browser_page(live_dashboard):
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
-        page = browser.new_page()
-        page.set_default_timeout(20_000)
+        context = browser.new_context()  # pages of one session share the login
+        context.set_default_timeout(20_000)
+        page = context.new_page()
         try:
             yield page
         finally:
@@ -82,3 +83,129 @@ def test_overview_updates_live_when_a_topic_is_created(browser_page, live_dashbo
     expect(row.locator("td.leo")).to_contain_text("1: 3")
     assert page.evaluate("() => window.__noReload === true")
     page.screenshot(path=str(ARTIFACTS / "topic-live.png"), full_page=True)
+
+
+def commit_standalone(bootstrap: str, group: str, offsets: dict) -> None:
+    from brokerd.client.sync import SyncClient
+
+    with SyncClient(bootstrap) as client:
+        client.admin.commit_offsets(group, offsets)
+
+
+def produce_to(bootstrap: str, topic: str, count: int, partition: int, keys: int = 0) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, batch_size=1)
+    for i in range(count):
+        key = b"key-%d" % (i % keys) if keys else None
+        producer.send(topic, b"value-%d" % i, key=key, partition=partition)
+        producer.flush()
+    producer.close()
+
+
+def test_topic_created_in_the_ui_and_group_lag_move_live(browser_page, live_dashboard):
+    page = browser_page
+    bootstrap = live_dashboard.broker.bootstrap
+    log_in(page, live_dashboard)
+    topic = f"ui-{uuid.uuid4().hex[:8]}"
+
+    # Create the topic from the UI: the form leads to its live page.
+    page.click("header nav a:text-is('Topics')")
+    page.fill("#create-topic input[name=topic_name]", topic)
+    page.fill("#create-topic input[name=partitions]", "2")
+    page.click("#create-topic-submit")
+    page.wait_for_url(f"**/clusters/local/topics/{topic}/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    expect(page.locator("#partitions tbody tr")).to_have_count(2)
+    page.evaluate("() => { window.__noReload = true; }")
+    produce_to(bootstrap, topic, 3, partition=1)
+    row = page.locator("#partitions tbody tr[data-partition='1']")
+    expect(row.locator("td.hw")).to_have_text("3")
+    expect(row.locator("td.leo")).to_contain_text("1: 3")
+    assert page.evaluate("() => window.__noReload === true")
+
+    # The group page: committed offset, HW and lag per partition, updated in place.
+    group = f"ui-group-{topic}"
+    commit_standalone(bootstrap, group, {(topic, 1): 1})
+    page.goto(f"{live_dashboard.url}/clusters/local/groups/{group}/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    lag_row = page.locator(f"#lags tbody tr[data-partition='{topic}:1']")
+    expect(lag_row.locator("td.committed")).to_have_text("1")
+    expect(lag_row.locator("td.hw")).to_have_text("3")
+    expect(lag_row.locator("td.lag")).to_have_text("2")
+    page.evaluate("() => { window.__noReload = true; }")
+    produce_to(bootstrap, topic, 4, partition=1)
+    expect(lag_row.locator("td.hw")).to_have_text("7")
+    expect(lag_row.locator("td.lag")).to_have_text("6")
+    expect(page.locator("#total-lag")).to_have_text("6")
+    commit_standalone(bootstrap, group, {(topic, 1): 7})
+    expect(lag_row.locator("td.lag")).to_have_text("0")
+    # The chart took a point per snapshot (drawn by uPlot from the npm install).
+    chart = page.locator("#lag-chart")
+    expect(chart.locator("canvas")).to_have_count(1)
+    assert int(chart.get_attribute("data-points")) >= 2  # at least the 6 and the 0
+    assert chart.get_attribute("data-last") == "0"
+    assert page.evaluate("() => window.__noReload === true")
+    page.screenshot(path=str(ARTIFACTS / "group-live.png"), full_page=True)
+
+
+def test_compaction_from_the_maintenance_page_changes_the_segments_page(
+    browser_page, live_dashboard, celery_worker
+):
+    page = browser_page
+    bootstrap = live_dashboard.broker.bootstrap
+    log_in(page, live_dashboard)
+    topic = f"compact-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    configs = {"cleanup.policy": "compact", "segment.bytes": "1024"}
+    admin.create_topics([NewTopic(topic, 1, 1, topic_configs=configs)])
+    admin.close()
+    produce_to(bootstrap, topic, 60, partition=0, keys=3)
+
+    segments = page.context.new_page()
+    segments.goto(f"{live_dashboard.url}/clusters/local/topics/{topic}/partitions/0/segments/")
+    expect(segments.locator("#live-status")).to_have_text("live")
+    expect(segments.locator("#segments-hw")).to_have_text("60")
+    expect(segments.locator("#cleanup-policy")).to_have_text("compact")
+    expect(segments.locator("#segments tbody td.next").first).to_contain_text("compaction: dirty")
+    size_before = int(segments.locator("#log-size").inner_text())
+    segments.evaluate("() => { window.__noReload = true; }")
+    segments.screenshot(path=str(ARTIFACTS / "segments-before.png"), full_page=True)
+
+    # Run compaction now from the maintenance page; the worker asks the broker; the run
+    # shows up and finishes on the open page.
+    page.click("header nav a:text-is('Maintenance')")
+    expect(page.locator("#live-status")).to_have_text("live")
+    page.select_option("#run-now select[name=action]", "compaction")
+    page.fill("#run-now input[name=topic]", topic)
+    page.click("#run-now-submit")
+    run = page.locator("#runs tbody tr", has_text=topic).first
+    expect(run).to_have_attribute("data-status", "succeeded", timeout=30_000)
+    expect(run).to_contain_text("records removed")
+    page.screenshot(path=str(ARTIFACTS / "maintenance-run.png"), full_page=True)
+
+    # The segments page, never reloaded, shows the compacted log.
+    expect(segments.locator("#segments tbody td.next").first).to_contain_text("compaction: clean")
+    smaller = segments.locator("#log-size")
+    segments.wait_for_function(
+        f"() => Number(document.getElementById('log-size').textContent) < {size_before}"
+    )
+    assert int(smaller.inner_text()) < size_before
+    assert segments.evaluate("() => window.__noReload === true")
+    segments.screenshot(path=str(ARTIFACTS / "segments-after.png"), full_page=True)
+
+
+def test_a_schedule_is_created_edited_and_disabled_from_the_ui(browser_page, live_dashboard):
+    page = browser_page
+    log_in(page, live_dashboard)
+    page.goto(f"{live_dashboard.url}/clusters/local/maintenance/")
+    page.select_option("#new-schedule select[name=action]", "retention")
+    page.fill("#new-schedule input[name=every_seconds]", "600")
+    page.click("#new-schedule-submit")
+    row = page.locator("#schedules tbody tr[data-schedule]").last
+    expect(row.locator("input[name=every_seconds]")).to_have_value("600")
+    schedule_id = row.get_attribute("data-schedule")
+    row.locator("input[name=every_seconds]").fill("900")
+    row.locator("input[name=enabled]").uncheck()
+    row.locator("button:text-is('Save')").click()
+    row = page.locator(f"#schedules tbody tr[data-schedule='{schedule_id}']")
+    expect(row.locator("input[name=every_seconds]")).to_have_value("900")
+    expect(row.locator("input[name=enabled]")).not_to_be_checked()
