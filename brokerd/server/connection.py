@@ -134,6 +134,12 @@ class Connection:
                 log.info("connection from %s lost while writing: %s", self.peer, exc)
                 self._abandon()
                 return
+            except Exception:
+                # Anything else half-wrote a response: the stream is no longer framed, so
+                # the client must be disconnected rather than left waiting.
+                log.exception("writing a %s response to %s failed", request.name, self.peer)
+                self._abandon()
+                return
             finally:
                 if isinstance(response, ResponseParts):
                     response.release()
