@@ -111,7 +111,13 @@ def test_members_join_leave_crash_idle_and_new_partitions(
         assert killed_partitions <= a.partitions | b.partitions
         # New partitions are noticed (metadata refresh) and trigger a rebalance.
         add_partitions(bootstrap, topic_name, 5)
-        wait_for(lambda: balanced(members, 5), 40, "a rebalance over 5 partitions")
+        try:
+            wait_for(lambda: balanced(members, 5), 40, "a rebalance over 5 partitions")
+        except AssertionError:
+            story = [line for line in group_broker.output.splitlines() if group in line]
+            raise AssertionError(
+                f"assignments {[m.assignment for m in members]}; broker:\n" + "\n".join(story)
+            ) from None
     finally:
         for m in members:
             m.terminate()
