@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from dashboard.live import maintenance
+from dashboard.live import maintenance, spark
 from dashboard.live import views as live
 
 urlpatterns = [
@@ -38,6 +38,16 @@ urlpatterns = [
         "clusters/<str:cluster_id>/maintenance/schedules/<int:schedule_id>/delete",
         maintenance.schedule_delete,
         name="schedule-delete",
+    ),
+    path("clusters/<str:cluster_id>/spark-loads/", spark.load_list, name="spark-loads"),
+    path("clusters/<str:cluster_id>/spark-loads/launch", spark.launch, name="spark-load-launch"),
+    path(
+        "clusters/<str:cluster_id>/spark-loads/<int:load_id>/", spark.load_page, name="spark-load"
+    ),
+    path(
+        "clusters/<str:cluster_id>/spark-loads/<int:load_id>/cancel",
+        spark.cancel,
+        name="spark-load-cancel",
     ),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -3,8 +3,9 @@
 It follows the job's progress lines (spark_jobs/session.py), keeps the whole log under
 VAR_DIR/spark-logs/, records the result (rows, bytes, offset ranges per partition, duration)
 on the SparkLoad, and pushes every change to the load's Channels group (`spark_load_group`).
-`cancel_load` marks a load `cancelling`; the running task notices within half a second and
-kills spark-submit's process group, so the Spark job really stops.
+`cancel_load` cancels a queued load at once and marks a running one `cancelling`; the running
+task notices within half a second and kills spark-submit's process group, so the Spark job
+really stops, and the load ends `cancelled`.
 
 A SparkLoad's `range` (JSON) for an export (topic -> Parquet at `output`):
     {}                                   incremental: from where the last load into `output` ended
@@ -29,16 +30,12 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard.core.models import RunStatus, SparkLoad
+from dashboard.core.models import LoadStatus, SparkLoad
 from spark_jobs import launcher
 
 log = logging.getLogger(__name__)
 
 RUN_TASK = "tasks.spark.run_spark_load"
-# Not one of RunStatus's values on purpose: a transient state between a cancel request and
-# the task stopping the job; the load then ends FAILED with result["cancelled"] = True.
-CANCELLING = "cancelling"
-ACTIVE = (RunStatus.PENDING, RunStatus.RUNNING)
 PROGRESS_EVERY_S = 0.5
 
 
@@ -59,6 +56,8 @@ def load_payload(load: SparkLoad) -> dict[str, Any]:
         "output": load.output,
         "status": load.status,
         "progress": load.progress,
+        "tasks_done": load.tasks_done,
+        "tasks_total": load.tasks_total,
         "result": load.result,
         "started_ms": ms(load.started_at),
         "finished_ms": ms(load.finished_at),
@@ -109,23 +108,23 @@ def log_path_for(load: SparkLoad):
 
 @shared_task(name=RUN_TASK)
 def run_spark_load(load_id: int) -> dict[str, Any]:
-    """Run a pending SparkLoad to the end (or until cancelled) and record how it went."""
+    """Run a queued SparkLoad to the end (or until cancelled) and record how it went."""
     load = SparkLoad.objects.select_related("cluster").get(pk=load_id)
     path = log_path_for(load)
-    claimed = SparkLoad.objects.filter(pk=load_id, status=RunStatus.PENDING).update(
-        status=RunStatus.RUNNING, started_at=timezone.now(), log_path=str(path), progress=0.0
+    claimed = SparkLoad.objects.filter(pk=load_id, status=LoadStatus.QUEUED).update(
+        status=LoadStatus.RUNNING, started_at=timezone.now(), log_path=str(path), progress=0.0
     )
     load.refresh_from_db()
     if not claimed:  # cancelled before it started, or already run
-        if load.status == CANCELLING:
-            return _finish(load, RunStatus.FAILED, {"cancelled": True, "error": "cancelled"})
+        if load.status == LoadStatus.CANCELLING:
+            return _finish(load, LoadStatus.CANCELLED, {"cancelled": True})
         return {"load_id": load.id, "status": load.status}
     publish(load)
     started = time.monotonic()
     try:
         job, arguments = job_arguments(load)
     except ValueError as exc:
-        return _finish(load, RunStatus.FAILED, {"error": str(exc)})
+        return _finish(load, LoadStatus.FAILED, {"error": str(exc)})
     argv = launcher.command(
         job, arguments, master=_setting("SPARK_MASTER", "local[*]"), conf=_setting("SPARK_CONF", {})
     )
@@ -138,8 +137,9 @@ def run_spark_load(load_id: int) -> dict[str, Any]:
         last_push[0] = now
         # Never past 99 % before the result is recorded; never overwrite a cancel request.
         load.progress = min(done / total, 0.99) if total else 0.0
-        SparkLoad.objects.filter(pk=load.id, status=RunStatus.RUNNING).update(
-            progress=load.progress
+        load.tasks_done, load.tasks_total = done, total
+        SparkLoad.objects.filter(pk=load.id, status=LoadStatus.RUNNING).update(
+            progress=load.progress, tasks_done=done, tasks_total=total
         )
         publish(load)
 
@@ -147,7 +147,7 @@ def run_spark_load(load_id: int) -> dict[str, Any]:
         SparkLoad.objects.filter(pk=load.id).update(result={"pid": pid})
 
     def should_cancel() -> bool:
-        return SparkLoad.objects.filter(pk=load.id, status=CANCELLING).exists()
+        return SparkLoad.objects.filter(pk=load.id, status=LoadStatus.CANCELLING).exists()
 
     outcome = launcher.follow(
         argv, path, on_progress=on_progress, on_start=on_start, should_cancel=should_cancel
@@ -156,15 +156,16 @@ def run_spark_load(load_id: int) -> dict[str, Any]:
         "duration_s": round(time.monotonic() - started, 3),
         "returncode": outcome.returncode,
         "command": argv,
+        "pid": outcome.pid,
     }
     if outcome.cancelled:
-        return _finish(load, RunStatus.FAILED, {**summary, "cancelled": True, "error": "cancelled"})
+        return _finish(load, LoadStatus.CANCELLED, {**summary, "cancelled": True})
     if not outcome.succeeded:
         error = "\n".join(outcome.log_tail[-20:])
-        return _finish(load, RunStatus.FAILED, {**summary, "error": error})
+        return _finish(load, LoadStatus.FAILED, {**summary, "error": error})
     job_result = dict(outcome.result)
     job_result["job_duration_s"] = job_result.pop("duration_s", None)
-    return _finish(load, RunStatus.SUCCEEDED, {**job_result, **summary}, progress=1.0)
+    return _finish(load, LoadStatus.SUCCEEDED, {**job_result, **summary}, progress=1.0)
 
 
 def _finish(load: SparkLoad, status: str, result: dict, progress: float | None = None) -> dict:
@@ -177,8 +178,9 @@ def _finish(load: SparkLoad, status: str, result: dict, progress: float | None =
 
 
 def start_load(load: SparkLoad) -> SparkLoad:
-    """Queue a pending load on Celery; the task id is kept for the record."""
-    async_result = run_spark_load.delay(load.id)
+    """Queue a load on Celery; the task id is kept for the record. Raises when the queue
+    (Redis) is unreachable rather than retrying, so the caller can say so."""
+    async_result = run_spark_load.apply_async(args=[load.id], retry=False)
     SparkLoad.objects.filter(pk=load.id).update(celery_task_id=async_result.id or "")
     load.celery_task_id = async_result.id or ""
     publish(load)
@@ -186,8 +188,14 @@ def start_load(load: SparkLoad) -> SparkLoad:
 
 
 def cancel_load(load: SparkLoad) -> bool:
-    """Ask a pending or running load to stop; False when it already finished."""
-    asked = SparkLoad.objects.filter(pk=load.id, status__in=ACTIVE).update(status=CANCELLING)
+    """Stop a load: a queued one is cancelled at once (its task will find nothing to do), a
+    running one is marked cancelling for its task to kill the job. False when it had ended."""
+    cancelled_now = SparkLoad.objects.filter(pk=load.id, status=LoadStatus.QUEUED).update(
+        status=LoadStatus.CANCELLED, finished_at=timezone.now(), result={"cancelled": True}
+    )
+    asked = cancelled_now or SparkLoad.objects.filter(pk=load.id, status=LoadStatus.RUNNING).update(
+        status=LoadStatus.CANCELLING
+    )
     load.refresh_from_db()
     publish(load)
     return bool(asked)

@@ -6,12 +6,14 @@ from . import views_clusters as clusters
 from . import views_groups as groups
 from . import views_partitions as partitions
 from . import views_records as records
+from . import views_spark as spark
 from . import views_topics as topics
 
 C = "clusters/<str:cluster_id>"
 T = f"{C}/topics/<str:topic_name>"
 P = f"{T}/partitions/<int:partition_id>"
 G = f"{C}/consumer-groups/<str:group_id>"
+L = f"{C}/spark-loads/<int:load_id>"
 
 urlpatterns = [
     path("clusters", clusters.ClusterList.as_view(), name="clusters"),
@@ -41,4 +43,8 @@ urlpatterns = [
     ),
     path(f"{G}/lag-summary", groups.LagSummary.as_view(), name="consumer-lag-summary"),
     path(f"{G}/offsets:reset", groups.OffsetReset.as_view(), name="consumer-offsets-reset"),
+    path(f"{C}/spark-loads", spark.SparkLoadList.as_view(), name="spark-loads"),
+    path(L, spark.SparkLoadDetail.as_view(), name="spark-load"),
+    path(f"{L}:cancel", spark.SparkLoadCancel.as_view(), name="spark-load-cancel"),
+    path(f"{L}/log", spark.SparkLoadLog.as_view(), name="spark-load-log"),
 ]

@@ -119,6 +119,21 @@ class MaintenanceRun(models.Model):
         indexes = [models.Index(fields=["cluster", "-created_at"])]
 
 
+class LoadStatus(models.TextChoices):
+    """A Spark load's life: queued on Celery, running under spark-submit, then one of the
+    three ends; `cancelling` while a cancel request waits for the job to be killed."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    CANCELLING = "cancelling"
+    CANCELLED = "cancelled"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+ACTIVE_LOAD_STATUSES = (LoadStatus.QUEUED, LoadStatus.RUNNING, LoadStatus.CANCELLING)
+
+
 class SparkLoad(models.Model):
     """A Spark batch load launched from the UI (topic range -> output, or back)."""
 
@@ -129,11 +144,13 @@ class SparkLoad(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="spark_loads")
     direction = models.CharField(max_length=10, choices=Direction.choices, default="export")
     topic = models.CharField(max_length=249)
-    # {"partitions": [...], "start": {"offset"|"timestamp": n}, "end": {...}}
+    # export: {} (incremental) or {"start": {"timestamp": ms}}; import: format and columns
     range = models.JSONField(default=dict, blank=True)
     output = models.CharField(max_length=2000, help_text="path or URI written (or read)")
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.PENDING)
+    status = models.CharField(max_length=20, choices=LoadStatus.choices, default=LoadStatus.QUEUED)
     progress = models.FloatField(default=0.0, help_text="0.0 to 1.0")
+    tasks_done = models.IntegerField(default=0, help_text="Spark tasks finished so far")
+    tasks_total = models.IntegerField(default=0, help_text="Spark tasks of the stages seen")
     log_path = models.CharField(max_length=2000, blank=True)
     result = models.JSONField(default=dict, blank=True)
     celery_task_id = models.CharField(max_length=255, blank=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from dashboard.core.models import Cluster
+from dashboard.core.models import Cluster, SparkLoad
 from dashboard.core.roles import VIEW_PERMISSION
 
 from .collector import (
@@ -108,3 +108,38 @@ class MaintenanceConsumer(_ClusterConsumer):
 
     def channel_group(self) -> str:
         return maintenance_group(self.cluster_name)
+
+
+@database_sync_to_async
+def _load_payload(cluster_name: str, load_id: int) -> dict | None:
+    from tasks.spark import load_payload
+
+    load = SparkLoad.objects.select_related("cluster").filter(
+        cluster__name=cluster_name, pk=load_id
+    )
+    return load_payload(load[0]) if load else None
+
+
+class SparkLoadConsumer(_ClusterConsumer):
+    """ws/clusters/<id>/spark-loads/<load_id>/: the load's state as its Celery task pushes it
+    (status, progress, result); the current state first, read after joining the group, so
+    nothing between the page's render and the join is missed."""
+
+    def channel_group(self) -> str:
+        from tasks.spark import spark_load_group
+
+        return spark_load_group(self.scope["url_route"]["kwargs"]["load_id"])
+
+    async def connect(self) -> None:
+        kwargs = self.scope["url_route"]["kwargs"]
+        if await _allowed(self.scope.get("user")):
+            self.current = await _load_payload(kwargs["cluster_id"], kwargs["load_id"])
+            if self.current is None:
+                await self.close(code=NOT_FOUND)
+                return
+        await super().connect()
+
+    async def joined(self) -> None:
+        kwargs = self.scope["url_route"]["kwargs"]
+        latest = await _load_payload(kwargs["cluster_id"], kwargs["load_id"])  # read after joining
+        await self.send_json({"kind": "spark_load", "data": latest or self.current})

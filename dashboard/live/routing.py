@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .consumers import MaintenanceConsumer, SnapshotConsumer
+from .consumers import MaintenanceConsumer, SnapshotConsumer, SparkLoadConsumer
 
 C = "ws/clusters/<str:cluster_id>"
 
@@ -15,4 +15,5 @@ websocket_urlpatterns = [
     ),
     path(f"{C}/groups/<path:group_id>/", SnapshotConsumer.as_asgi()),
     path(f"{C}/maintenance/", MaintenanceConsumer.as_asgi()),
+    path(f"{C}/spark-loads/<int:load_id>/", SparkLoadConsumer.as_asgi()),
 ]

@@ -98,7 +98,7 @@ def test_cancel_kills_the_spark_job(transactional_db, spark_settings, broker, ma
     runner.join(60)
     assert not runner.is_alive()
     load.refresh_from_db()
-    assert finished["status"] == load.status == "failed"
-    assert load.result["cancelled"] is True
+    assert finished["status"] == load.status == "cancelled"
+    assert load.result["cancelled"] is True and load.result["pid"] == pid
     assert not group_alive(pid), "processes of the Spark job survived the cancel"
     assert not cancel_load(load)  # a finished load cannot be cancelled again

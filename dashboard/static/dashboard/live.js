@@ -177,6 +177,7 @@
       else if (message.kind === "group") renderGroup(message.data);
       else if (message.kind === "segments") renderSegments(message.data);
       else if (message.kind === "run") renderRun(message.data);
+      else if (message.kind === "spark_load" && window.SparkLoadPage) window.SparkLoadPage.render(message.data);
       body.dataset.updated = String(Date.now());
     };
     socket.onclose = (event) => {
