@@ -102,6 +102,20 @@ def _setting(name: str, default: Any) -> Any:
     return getattr(settings, name, None) or os.environ.get(name) or default
 
 
+# A local Spark runs inside the worker's host: its driver and UI stay on the loopback.
+LOCAL_CONF = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.ui.enabled": "false",
+}
+
+
+def spark_conf(master: str) -> dict:
+    """SPARK_CONF over the loopback defaults of a local master (any value can be overridden)."""
+    defaults = LOCAL_CONF if master.startswith("local") else {}
+    return {**defaults, **_setting("SPARK_CONF", {})}
+
+
 def log_path_for(load: SparkLoad):
     return settings.VAR_DIR / "spark-logs" / f"load-{load.id}.log"
 
@@ -125,9 +139,8 @@ def run_spark_load(load_id: int) -> dict[str, Any]:
         job, arguments = job_arguments(load)
     except ValueError as exc:
         return _finish(load, LoadStatus.FAILED, {"error": str(exc)})
-    argv = launcher.command(
-        job, arguments, master=_setting("SPARK_MASTER", "local[*]"), conf=_setting("SPARK_CONF", {})
-    )
+    master = _setting("SPARK_MASTER", "local[*]")
+    argv = launcher.command(job, arguments, master=master, conf=spark_conf(master))
     last_push = [0.0]
 
     def on_progress(done: int, total: int) -> None:
