@@ -10,6 +10,7 @@ really stops, and the load ends `cancelled`.
 A SparkLoad's `range` (JSON) for an export (topic -> Parquet at `output`):
     {}                                   incremental: from where the last load into `output` ended
     {"start": {"timestamp": ms}}         reload from a point in time (replacing what was loaded)
+    either with "records_per_task": n    split partition ranges into Spark tasks of n records
 and for an import (files at `output` -> topic):
     {"format": "csv"|"json"|"parquet", "key_column": "id", "value_column": "payload"}
 
@@ -82,7 +83,9 @@ def job_arguments(load: SparkLoad) -> tuple[str, list[str]]:
     common = ["--bootstrap-servers", load.cluster.bootstrap_servers, "--topic", load.topic]
     if load.direction == SparkLoad.Direction.EXPORT:
         arguments = [*common, "--output", load.output, "--load-id", f"sparkload-{load.id}"]
-        unsupported = set(spec) - {"start"} or set(spec.get("start") or {}) - {"timestamp"}
+        unsupported = set(spec) - {"start", "records_per_task"} or set(spec.get("start") or {}) - {
+            "timestamp"
+        }
         if unsupported:
             raise ValueError(
                 f"an export reads incrementally or from a start timestamp; {sorted(unsupported)} "
@@ -90,6 +93,8 @@ def job_arguments(load: SparkLoad) -> tuple[str, list[str]]:
             )
         if (spec.get("start") or {}).get("timestamp") is not None:
             arguments += ["--from-timestamp", str(int(spec["start"]["timestamp"]))]
+        if spec.get("records_per_task"):  # large partition ranges split into more Spark tasks
+            arguments += ["--max-records-per-partition", str(int(spec["records_per_task"]))]
         return "load_topic", arguments
     arguments = [*common, "--input", load.output]
     for name in ("format", "key_column", "value_column", "partition_column"):

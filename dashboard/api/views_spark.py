@@ -53,6 +53,13 @@ class SparkLoadCreateSerializer(serializers.Serializer):
         max_value=MAX_TIMESTAMP_MS,
         help_text="export: reload from this time (ms); absent or null loads incrementally",
     )
+    records_per_task = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,
+        help_text="export: split each partition's range into Spark tasks of at most this many "
+        "records (more tasks, more parallelism, finer progress)",
+    )
     input_path = serializers.CharField(
         required=False, max_length=1000, help_text="ingest: a file or directory under the data root"
     )
@@ -63,7 +70,7 @@ class SparkLoadCreateSerializer(serializers.Serializer):
     value_column = serializers.RegexField(COLUMN, required=False)
     partition_column = serializers.RegexField(COLUMN, required=False)
 
-    EXPORT_ONLY = ("output_path", "from_timestamp")
+    EXPORT_ONLY = ("output_path", "from_timestamp", "records_per_task")
     INGEST_ONLY = ("input_path", "format", "key_column", "value_column", "partition_column")
 
     def validate(self, attrs):
@@ -87,7 +94,9 @@ class SparkLoadCreateSerializer(serializers.Serializer):
     def job_spec(self) -> dict:
         data = self.validated_data
         if data["load_type"] == EXPORT:
-            return spark_loads.export_range(data.get("from_timestamp"))
+            return spark_loads.export_range(
+                data.get("from_timestamp"), data.get("records_per_task")
+            )
         columns = ("format", "key_column", "value_column", "partition_column")
         return {name: data[name] for name in columns if data.get(name)}
 
@@ -135,7 +144,7 @@ def load_resource(request, load: SparkLoad) -> dict:
         output_path=load.output if export else None,
         input_path=None if export else load.output,
         range=load_range(load),
-        options={} if export else dict(load.range or {}),
+        options={k: v for k, v in (load.range or {}).items() if k != "start"},
         status=load.status,
         progress={
             "fraction": round(load.progress, 4),

@@ -46,8 +46,12 @@ def resolve_path(text: str, *, must_exist: bool = False) -> Path:
     return path
 
 
-def export_range(from_timestamp_ms: int | None) -> dict:
-    return {} if from_timestamp_ms is None else {"start": {"timestamp": int(from_timestamp_ms)}}
+def export_range(from_timestamp_ms: int | None, records_per_task: int | None = None) -> dict:
+    """An export's SparkLoad.range: incremental ({}) or from a time; optionally split."""
+    spec = {} if from_timestamp_ms is None else {"start": {"timestamp": int(from_timestamp_ms)}}
+    if records_per_task:
+        spec["records_per_task"] = int(records_per_task)
+    return spec
 
 
 def launch(cluster: Cluster, user, *, direction: str, topic: str, path: Path, spec: dict):

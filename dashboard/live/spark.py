@@ -44,6 +44,9 @@ class LaunchForm(forms.Form):
         help_text="UTC",
     )
     output_path = forms.CharField(max_length=1000, help_text="a directory under the data root")
+    records_per_task = forms.IntegerField(
+        required=False, min_value=1, max_value=2**31 - 1, help_text="split large partitions"
+    )
 
     def clean_output_path(self):
         try:
@@ -114,7 +117,9 @@ def launch(request, cluster_id: str):
     if error or topic not in topics:
         messages.error(request, error or f"topic {topic!r} not found")
         return redirect("spark-loads", cluster.name)
-    spec = spark_loads.export_range(form.from_timestamp_ms())
+    spec = spark_loads.export_range(
+        form.from_timestamp_ms(), form.cleaned_data.get("records_per_task")
+    )
     details = {"load_type": "export", "path": str(path), **spec}
     try:
         load = spark_loads.launch(
@@ -144,10 +149,12 @@ def range_text(load: SparkLoad) -> str:
     if load.direction != SparkLoad.Direction.EXPORT:
         return ", ".join(f"{k}={v}" for k, v in sorted((load.range or {}).items())) or "all files"
     timestamp = ((load.range or {}).get("start") or {}).get("timestamp")
+    split = (load.range or {}).get("records_per_task")
+    split_text = f"; Spark tasks of at most {split} records" if split else ""
     if timestamp is None:
-        return "incremental (from where the last load into this path ended)"
+        return f"incremental (from where the last load into this path ended){split_text}"
     moment = datetime.datetime.fromtimestamp(timestamp / 1000, datetime.UTC)
-    return f"from {moment:%Y-%m-%d %H:%M:%S} UTC ({timestamp} ms)"
+    return f"from {moment:%Y-%m-%d %H:%M:%S} UTC ({timestamp} ms){split_text}"
 
 
 @permission_required(VIEW_PERMISSION, raise_exception=True)

@@ -99,17 +99,24 @@ def test_export_from_a_timestamp_and_an_ingest(
     response = operator_api.post(
         BASE,
         {"load_type": "export", "topic_name": topic_name, "output_path": "again",
-         "from_timestamp": 1_700_000_000_000},
+         "from_timestamp": 1_700_000_000_000, "records_per_task": 500},
         format="json",
     )  # fmt: skip
     assert response.status_code == 202, response.json()
     load = SparkLoad.objects.get(pk=response.json()["load_id"])
-    assert load.range == {"start": {"timestamp": 1_700_000_000_000}}
+    assert load.range == {"start": {"timestamp": 1_700_000_000_000}, "records_per_task": 500}
     assert response.json()["range"] == {
         "mode": "from_timestamp",
         "from_timestamp": 1_700_000_000_000,
     }
-    assert job_arguments(load)[1][-2:] == ["--from-timestamp", "1700000000000"]
+    assert response.json()["options"] == {"records_per_task": 500}
+    arguments = job_arguments(load)[1]
+    assert arguments[-4:] == [
+        "--from-timestamp",
+        "1700000000000",
+        "--max-records-per-partition",
+        "500",
+    ]
 
     (tmp_path / "data" / "in").mkdir(parents=True)
     (tmp_path / "data" / "in" / "rows.csv").write_text("id,payload\n1,a\n")
@@ -140,6 +147,10 @@ def test_export_from_a_timestamp_and_an_ingest(
             "from_timestamp",
         ),
         ({"load_type": "export", "topic_name": "t", "output_path": "x", "format": "csv"}, "format"),
+        (
+            {"load_type": "export", "topic_name": "t", "output_path": "x", "records_per_task": 0},
+            "records_per_task",
+        ),
         ({"load_type": "ingest", "topic_name": "t", "input_path": "missing.csv"}, "input_path"),
         ({"load_type": "ingest", "topic_name": "t", "output_path": "x"}, "output_path"),
         ({"load_type": "copy", "topic_name": "t", "output_path": "x"}, "load_type"),

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from spark_jobs.launcher import group_alive
 from tests.spark.conftest import produce_confluent
 
-from .conftest import ARTIFACTS, wait_until
+from .conftest import ARTIFACTS
 from .test_browser import browser_page, log_in  # noqa: F401 - fixture
 
 LOAD_TIMEOUT_MS = 180_000
@@ -37,11 +37,13 @@ def new_topic(bootstrap: str, partitions: int, records: int) -> str:
     return topic
 
 
-def launch_from_the_ui(page, live_dashboard, topic: str, output: str) -> int:
+def launch_from_the_ui(page, topic: str, output: str, records_per_task: int | None = None) -> int:
     page.click("header nav a:text-is('Spark loads')")
     page.select_option("#launch-load select[name=topic]", topic)
     page.check("#launch-load input[name=mode][value=incremental]")
     page.fill("#launch-load input[name=output_path]", output)
+    if records_per_task:
+        page.fill("#launch-load input[name=records_per_task]", str(records_per_task))
     page.click("#launch-load-submit")
     page.wait_for_url("**/clusters/local/spark-loads/*/")
     return int(page.url.rstrip("/").rsplit("/", 1)[1])
@@ -80,7 +82,7 @@ def test_export_launched_from_the_ui_runs_to_100_percent(
     records = 3_000
     topic = new_topic(live_dashboard.broker.bootstrap, 3, records)
     log_in(page, live_dashboard)
-    load_id = launch_from_the_ui(page, live_dashboard, topic, f"exports/{topic}")
+    load_id = launch_from_the_ui(page, topic, f"exports/{topic}")
     expect(page.locator("#live-status")).to_have_text("live")
     page.evaluate(WATCH_PROGRESS)
 
@@ -123,14 +125,20 @@ def test_cancel_from_the_ui_stops_the_spark_job(
     page = browser_page
     topic = new_topic(live_dashboard.broker.bootstrap, 2, 200_000)
     log_in(page, live_dashboard)
-    load_id = launch_from_the_ui(page, live_dashboard, topic, f"exports/{topic}")
+    # Tasks of 2,000 records: 100 of them on the worker's 2 cores, so the Spark job is
+    # still running its tasks when the cancel comes.
+    load_id = launch_from_the_ui(page, topic, f"exports/{topic}", records_per_task=2_000)
     expect(page.locator("#live-status")).to_have_text("live")
     expect(page.locator("#load-status")).to_have_attribute(
         "data-status", "running", timeout=LOAD_TIMEOUT_MS
     )
-    pid = wait_until(lambda: api_load(live_dashboard, load_id)["result"].get("pid"), 60)
-    wait_until(lambda: processes_of_load(load_id), 30)  # spark-submit is up
-    assert group_alive(pid)
+    expect(page.locator("#load-range")).to_contain_text("at most 2000 records")
+    # The job is inside its stage: some tasks done, the bar moving.
+    page.wait_for_function(
+        "() => document.getElementById('load-progress').value > 0", timeout=LOAD_TIMEOUT_MS
+    )
+    pid = api_load(live_dashboard, load_id)["result"]["pid"]
+    assert group_alive(pid) and processes_of_load(load_id)
 
     page.click("#cancel-load")
     expect(page.locator("#load-status")).to_have_attribute(
@@ -143,5 +151,8 @@ def test_cancel_from_the_ui_stops_the_spark_job(
     load = api_load(live_dashboard, load_id)
     assert load["status"] == "cancelled" and load["result"]["cancelled"] is True
     assert load["result"]["pid"] == pid
+    # Stopped inside the stage: tasks had run, most had not (about 100 of 2,000 records).
+    assert 0 < load["progress"]["tasks_done"] < load["progress"]["tasks_total"]
+    assert load["progress"]["tasks_total"] >= 100
     assert not group_alive(pid), "processes of the Spark job survived the cancel"
     assert processes_of_load(load_id) == [], "a spark-submit of the load is still running"
