@@ -498,6 +498,29 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             at_least=1,
         ),
         _broker(
+            "replica.lag.time.max.ms",
+            "long",
+            30000,
+            "a follower that has not caught up for this long leaves the ISR",
+            at_least=1,
+        ),
+        _broker("replica.fetch.wait.max.ms", "int", 500, "follower fetch long-poll", at_least=0),
+        _broker("replica.fetch.min.bytes", "int", 1, "follower fetch min bytes", at_least=1),
+        _broker("replica.fetch.max.bytes", "int", 1048576, "follower fetch bytes per partition"),
+        _broker(
+            "replica.fetch.response.max.bytes",
+            "int",
+            10485760,
+            "follower fetch bytes per response",
+        ),
+        _broker(
+            "replica.fetch.backoff.ms", "int", 1000, "follower back-off after an error", at_least=0
+        ),
+        _broker("replica.socket.timeout.ms", "int", 30000, "follower request timeout", at_least=1),
+        _broker(
+            "controller.socket.timeout.ms", "int", 30000, "controller request timeout", at_least=1
+        ),
+        _broker(
             "auto.create.topics.enable",
             "boolean",
             True,

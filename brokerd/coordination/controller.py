@@ -1,24 +1,27 @@
-"""The controller role: topic creation, partition states, deletion, config changes.
+"""The controller role: topic creation, partition states, leader election, deletion.
 
-This is the single-broker increment: the broker that holds the ephemeral /controller znode
-writes assignments and partition states straight to ZooKeeper, and the brokers named leader
-in a state znode serve that partition. The clustering issue will add LeaderAndIsr and
-UpdateMetadata requests on top; the znode writes stay as they are here (conditional on the
-znode versions, so a stale controller is fenced).
+The broker holding the ephemeral /controller znode (with a bumped /controller_epoch) is the
+controller. It watches /brokers/ids; when a broker goes it elects new leaders from the ISR
+(out of the ISR only with unclean.leader.election.enable), bumps the leader epoch, writes
+the state znodes conditionally on their versions, and tells the brokers with LeaderAndIsr,
+UpdateMetadata and StopReplica over the Kafka protocol (channel.py). Failover rebuilds
+everything from ZooKeeper; brokers refuse requests carrying an older controller epoch.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import BadVersionError, NodeExistsError
 
 from brokerd.protocol.errors import ErrorCode, KafkaError
 
 from . import zk
+from .channel import ControllerChannel
 from .metadata import MetadataCache, TopicInfo
 from .zk import PartitionState, ZkClient
 
@@ -28,19 +31,72 @@ PartitionsCallback = Callable[[str, Sequence[int]], Awaitable[None]]
 
 
 class Controller:
-    def __init__(self, zk_client: ZkClient, broker_id: int, cache: MetadataCache):
+    def __init__(
+        self,
+        zk_client: ZkClient,
+        broker_id: int,
+        cache: MetadataCache,
+        config=None,
+        endpoint_for=None,
+    ):
         self.zk = zk_client
         self.broker_id = broker_id
         self.cache = cache
+        self.config = config
         self.epoch = 0
         self.on_topic_deleted: list[PartitionsCallback] = []
+        self.channel = ControllerChannel(self, endpoint_for)
+        self.live: dict[int, int] = {}  # broker id -> czxid of its registration
+        self.announced: set[tuple[str, int]] = set()  # partitions sent LeaderAndIsr
+        self.highest_seen_epoch = 0
+        self._events = asyncio.Lock()  # controller work runs one event at a time
+        self._tasks: set[asyncio.Task] = set()
+        self.stopped = False
+        self.registered = False  # elections only once the broker is in /brokers/ids
+        cache.controller_listeners.append(self._controller_changed)
 
     @property
     def is_active(self) -> bool:
-        return self.cache.controller_id == self.broker_id
+        return self.cache.controller_id == self.broker_id and self.epoch >= self.highest_seen_epoch
+
+    def observe_epoch(self, epoch: int) -> None:
+        self.highest_seen_epoch = max(self.highest_seen_epoch, epoch)
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        info = self.cache.topic(topic)
+        value = (info.configs if info else {}).get("unclean.leader.election.enable")
+        if value is None and self.config is not None:
+            return bool(self.config.get("unclean.leader.election.enable"))
+        return str(value).lower() == "true"
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("controller event failed", exc_info=task.exception())
+
+    async def stop(self) -> None:
+        self.stopped = True
+        for task in list(self._tasks):
+            task.cancel()
+        await self.channel.stop()
+
+    def _controller_changed(self) -> None:
+        """/controller was re-read: vacant means an election; another id means we resigned."""
+        if self.stopped or not self.registered:
+            return
+        if self.cache.controller_id == -1:
+            self._spawn(self.elect())
+        elif self.cache.controller_id != self.broker_id:
+            self.channel.clear()
 
     async def elect(self) -> bool:
         """Try to become controller: /controller (ephemeral) and a bumped /controller_epoch."""
+        self.registered = True
         payload = {"version": 1, "brokerid": self.broker_id, "timestamp": str(_now_ms())}
         try:
             await self.zk.create_json(zk.CONTROLLER, payload, ephemeral=True)
@@ -54,16 +110,21 @@ class Controller:
         else:
             self.epoch = int(found[0] or b"0") + 1
             await self.zk.set_raw(zk.CONTROLLER_EPOCH, str(self.epoch).encode(), found[1])
+        self.highest_seen_epoch = max(self.highest_seen_epoch, self.epoch)
         await self.cache.refresh_controller()
+        log.info("broker %d is the controller, epoch %d", self.broker_id, self.epoch)
         await self.elect_missing_leaders()
         await self.process_pending_deletions()
+        await self.on_failover()
         return self.is_active
 
     # Assignment -------------------------------------------------------------------------
     def assign_replicas(
         self, partitions: int, replication_factor: int, first_partition: int = 0
     ) -> dict[int, list[int]]:
-        """Round-robin over live brokers from a random start, as Kafka does without racks."""
+        """Kafka's spread over live brokers: a random first broker and replica shift; with
+        broker.rack set, brokers alternate racks and a partition's replicas take distinct
+        racks while racks remain."""
         brokers = sorted(self.cache.brokers) or [self.broker_id]
         if replication_factor > len(brokers):
             raise KafkaError(
@@ -71,13 +132,41 @@ class Controller:
                 f"Replication factor: {replication_factor} larger than available brokers: "
                 f"{len(brokers)}.",
             )
-        start = random.randrange(len(brokers))
-        return {
-            first_partition + p: [
-                brokers[(start + p + r) % len(brokers)] for r in range(replication_factor)
+        racks = {b: getattr(self.cache.brokers.get(b), "rack", None) for b in brokers}
+        if all(r is not None for r in racks.values()) and len(set(racks.values())) > 1:
+            brokers = _rack_alternated(brokers, racks)
+        count = len(brokers)
+        start = random.randrange(count)
+        shift = random.randrange(count)
+        out = {}
+        for p in range(partitions):
+            index = first_partition + p
+            if p > 0 and p % count == 0:
+                shift += 1
+            first = (start + p) % count
+            chosen = [brokers[first]]
+            candidates = [
+                brokers[(first + 1 + (shift + j) % max(count - 1, 1)) % count]
+                for j in range(count - 1)
             ]
-            for p in range(partitions)
-        }
+            used_racks = {racks[brokers[first]]}
+            for candidate in candidates:
+                if len(chosen) == replication_factor:
+                    break
+                if candidate in chosen:
+                    continue
+                all_racks_used = len(used_racks) >= len(set(racks.values()))
+                if racks[candidate] in used_racks and not all_racks_used:
+                    continue
+                chosen.append(candidate)
+                used_racks.add(racks[candidate])
+            for candidate in brokers:  # fill up if rack rules left us short
+                if len(chosen) == replication_factor:
+                    break
+                if candidate not in chosen:
+                    chosen.append(candidate)
+            out[index] = chosen
+        return out
 
     # Topics -----------------------------------------------------------------------------
     async def create_topic(
@@ -170,11 +259,226 @@ class Controller:
         if info is not None:
             for callback in self.on_topic_deleted:
                 await callback(name, sorted(info.assignment))
+            if self.is_active:
+                for broker_id in self.live:
+                    if broker_id == self.broker_id:
+                        continue
+                    mine = [p for p, rs in info.assignment.items() if broker_id in rs]
+                    if mine:
+                        self.channel.send_stop_replica(broker_id, name, mine, delete=True)
         await self.zk.delete(zk.topic_path(name), recursive=True)
         await self.zk.delete(zk.topic_config_path(name))
         await self.zk.delete(zk.delete_topic_path(name))
         self.cache.topics.pop(name, None)
         log.info("deleted topic %s", name)
+
+    # Failover and broker changes ----------------------------------------------------------
+    async def on_failover(self) -> None:
+        """A new controller: rebuild from ZooKeeper, elect leaders for partitions whose
+        leader is gone, and tell every live broker the state of its partitions."""
+        async with self._events:
+            await self.cache.refresh_topics()
+            self.live = await self._read_live_brokers()
+            await self.zk.children(zk.BROKER_IDS, watch=self._brokers_changed)
+            await self.zk.children(zk.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed)
+            changed = await self._elect_offline(set(self.live))
+            everything = self._all_partitions()
+            await self._send_leader_and_isr(set(self.live), everything)
+            await self._send_update_metadata(set(self.live), everything)
+            self.announced = set(everything)
+            del changed
+
+    async def _read_live_brokers(self) -> dict[int, int]:
+        live = {}
+        for child in await self.zk.children(zk.BROKER_IDS):
+            czxid = await self.zk.creation_zxid(zk.broker_path(int(child)))
+            if czxid is not None:
+                live[int(child)] = czxid
+        return live
+
+    def _brokers_changed(self, *_: object) -> None:
+        if not self.stopped and self.is_active:
+            self._spawn(self.on_brokers_changed())
+
+    async def on_brokers_changed(self) -> None:
+        async with self._events:
+            if not self.is_active:
+                return
+            await self.zk.children(zk.BROKER_IDS, watch=self._brokers_changed)
+            now = await self._read_live_brokers()
+            dead = {b for b, z in self.live.items() if now.get(b) != z}
+            new = {b for b, z in now.items() if self.live.get(b) != z}
+            self.live = now
+            await self.cache.refresh_brokers()
+            if dead:
+                log.info("controller: brokers %s are gone", sorted(dead))
+                self.channel.remove(dead)
+                changed = await self._elect_offline(set(now), dead)
+                await self._send_leader_and_isr(set(now), changed)
+                await self._send_update_metadata(set(now), changed)
+            if new:
+                log.info("controller: brokers %s joined", sorted(new))
+                changed = await self._elect_offline(set(now))
+                await self._send_leader_and_isr(set(now), changed)
+                theirs = [
+                    (t, p)
+                    for t, p in self._all_partitions()
+                    if any(b in new for b in self.cache.topics[t].assignment.get(p, []))
+                ]
+                await self._send_leader_and_isr(new, theirs)
+                await self._send_update_metadata(set(now) - new, changed)
+                await self._send_update_metadata(new, self._all_partitions())
+
+    def _all_partitions(self) -> list[tuple[str, int]]:
+        return [
+            (info.name, p)
+            for info in list(self.cache.topics.values())
+            for p in sorted(info.assignment)
+        ]
+
+    async def _elect_offline(
+        self, live: set[int], dead: set[int] = frozenset()
+    ) -> list[tuple[str, int]]:
+        """New states for partitions whose leader is not live (elected from the ISR) or
+        whose ISR names a dead broker; written conditionally, re-read on a version clash."""
+        changed = []
+        for topic, index in self._all_partitions():
+            info = self.cache.topic(topic)
+            if info is None or index not in info.states:
+                continue
+            state = info.states[index]
+            involved = state.leader not in live or any(b in dead for b in state.isr)
+            if not involved:
+                continue
+            for _attempt in range(5):
+                update = self._next_state(topic, info.assignment[index], state, live)
+                if update is None:
+                    break
+                try:
+                    version = await self.zk.set_json(
+                        zk.partition_state_path(topic, index), update.to_json(), state.zk_version
+                    )
+                except BadVersionError:
+                    found = await self.zk.get_json(zk.partition_state_path(topic, index))
+                    if found is None:
+                        break
+                    state = info.states[index] = PartitionState.from_json(*found)
+                    continue
+                update.zk_version = version
+                info.states[index] = update
+                changed.append((topic, index))
+                log.info(
+                    "controller: %s-%d leader %d -> %d, epoch %d, isr %s",
+                    topic,
+                    index,
+                    state.leader,
+                    update.leader,
+                    update.leader_epoch,
+                    update.isr,
+                )
+                break
+        return changed
+
+    def _next_state(
+        self, topic: str, replicas: list[int], state: PartitionState, live: set[int]
+    ) -> PartitionState | None:
+        live_isr = [r for r in state.isr if r in live]
+        if state.leader in live:
+            if live_isr == state.isr:
+                return None
+            leader, isr = state.leader, live_isr  # a follower died: it leaves the ISR
+        else:
+            candidates = [r for r in replicas if r in live_isr]
+            if candidates:
+                leader, isr = candidates[0], live_isr
+            elif self._unclean_allowed(topic) and any(r in live for r in replicas):
+                leader = next(r for r in replicas if r in live)
+                isr = [leader]
+                log.warning("controller: unclean leader election of %d for %s", leader, topic)
+            else:
+                if state.leader == -1:
+                    return None
+                leader, isr = -1, state.isr  # offline until an ISR member returns
+        return PartitionState(
+            leader=leader,
+            leader_epoch=state.leader_epoch + 1,
+            isr=isr,
+            controller_epoch=self.epoch,
+        )
+
+    # ISR change notifications -----------------------------------------------------------
+    def _isr_changed(self, *_: object) -> None:
+        if not self.stopped and self.is_active:
+            self._spawn(self.on_isr_changed())
+
+    async def on_isr_changed(self) -> None:
+        async with self._events:
+            if not self.is_active:
+                return
+            children = await self.zk.children(zk.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed)
+            changed = set()
+            for child in children:
+                path = f"{zk.ISR_CHANGE_NOTIFICATION}/{child}"
+                found = await self.zk.get_json(path)
+                for entry in (found[0] if found else {}).get("partitions", []):
+                    changed.add((entry["topic"], int(entry["partition"])))
+                await self.zk.delete(path)
+            for topic, index in changed:
+                found = await self.zk.get_json(zk.partition_state_path(topic, index))
+                info = self.cache.topic(topic)
+                if found is not None and info is not None:
+                    info.states[index] = PartitionState.from_json(*found)
+            if changed:
+                await self._send_update_metadata(set(self.live), sorted(changed))
+
+    # New topics ---------------------------------------------------------------------------
+    async def on_topics_changed(self) -> None:
+        """Partitions not yet announced (new topics, new partitions) get LeaderAndIsr."""
+        async with self._events:
+            if not self.is_active:
+                return
+            fresh = [k for k in self._all_partitions() if k not in self.announced]
+            self.announced.update(fresh)
+            if fresh:
+                await self._send_leader_and_isr(set(self.live), fresh)
+
+    # Requests to brokers ------------------------------------------------------------------
+    async def _send_leader_and_isr(self, brokers: set[int], partitions) -> None:
+        by_broker: dict[int, list] = {}
+        for topic, index in partitions:
+            info = self.cache.topic(topic)
+            if info is None or index not in info.states:
+                continue
+            replicas = info.assignment.get(index, [])
+            for broker_id in replicas:
+                if broker_id in brokers and broker_id in self.live:
+                    by_broker.setdefault(broker_id, []).append(
+                        (topic, index, info.states[index], replicas)
+                    )
+        for broker_id, states in by_broker.items():
+            self.channel.send_leader_and_isr(broker_id, states)
+
+    async def _send_update_metadata(self, brokers: set[int], partitions) -> None:
+        states = []
+        for topic, index in partitions:
+            info = self.cache.topic(topic)
+            if info is not None and index in info.states:
+                states.append((topic, index, info.states[index], info.assignment.get(index, [])))
+        for broker_id in brokers:
+            if broker_id in self.live:
+                self.channel.send_update_metadata(broker_id, states)
+
+
+def _rack_alternated(brokers: list[int], racks: Mapping[int, str | None]) -> list[int]:
+    """Brokers ordered rack by rack in turn: r1b1, r2b1, r3b1, r1b2, ..."""
+    by_rack: dict = {}
+    for broker in brokers:
+        by_rack.setdefault(racks[broker], []).append(broker)
+    ordered = []
+    lists = [by_rack[r] for r in sorted(by_rack, key=str)]
+    for i in range(max(len(rs) for rs in lists)):
+        ordered.extend(rs[i] for rs in lists if i < len(rs))
+    return ordered
 
 
 def _now_ms() -> int:

@@ -38,6 +38,7 @@ class MetadataCache:
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.listeners: list = []  # callables(topic names changed)
+        self.controller_listeners: list = []  # callables() after /controller was re-read
         self._refresh_lock = asyncio.Lock()
 
     # Loading ----------------------------------------------------------------------------
@@ -61,6 +62,8 @@ class MetadataCache:
     async def refresh_controller(self, *_: object) -> None:
         found = await self.zk.get_json(zk.CONTROLLER, watch=self._controller_changed)
         self.controller_id = int(found[0]["brokerid"]) if found else -1
+        for listener in self.controller_listeners:
+            listener()
 
     def _controller_changed(self, *_: object) -> None:
         self._spawn(self.refresh_controller())

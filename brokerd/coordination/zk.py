@@ -48,6 +48,7 @@ CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 DELETE_TOPICS = "/admin/delete_topics"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DEFAULT_BROKER_ENTITY = "<default>"
@@ -310,6 +311,11 @@ class ZkClient:
     async def ephemeral_owner(self, path: str) -> int | None:
         stat = await asyncio.to_thread(self._kazoo.exists, path)
         return stat.ephemeralOwner if stat is not None else None
+
+    async def creation_zxid(self, path: str) -> int | None:
+        """The czxid of a node: a broker that re-registered has a new one."""
+        stat = await asyncio.to_thread(self._kazoo.exists, path)
+        return stat.czxid if stat is not None else None
 
     async def exists(self, path: str) -> bool:
         return await asyncio.to_thread(self._kazoo.exists, path) is not None

@@ -20,6 +20,7 @@ from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.serial import entity_reader, entity_writer
 
+from . import interbroker
 from .errors import ErrorCode
 from .nullability import check_non_nullable
 from .versions import API_VERSIONS_KEY, SUPPORTED, api_name, is_supported
@@ -94,7 +95,9 @@ def decode_request(frame: bytes) -> Request:
             # A newer client probing: it gets UNSUPPORTED_VERSION and retries lower.
             return Request(api_key, api_version, correlation_id, None, None, len(frame))
         raise UnsupportedRequest(f"{api_name(api_key)} v{api_version} is not supported")
-    request_type = load_request_schema(api_key, api_version)
+    request_type = interbroker.request_schema(api_key, api_version) or load_request_schema(
+        api_key, api_version
+    )
     try:
         header, header_size = entity_reader(request_type.__header_schema__)(frame, 0)
         body, body_size = entity_reader(request_type)(frame, header_size)
@@ -167,7 +170,9 @@ def response_correlation_id(frame: bytes) -> int:
 
 def decode_response(frame: bytes, api_key: int, api_version: int) -> Any:
     """The kio response entity of a response frame (header included) to a known request."""
-    response_type = load_response_schema(api_key, api_version)
+    response_type = interbroker.response_schema(api_key, api_version) or load_response_schema(
+        api_key, api_version
+    )
     try:
         _header, used = entity_reader(response_type.__header_schema__)(frame, 0)
         body, _ = entity_reader(response_type)(frame, used)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from kio.schema.index import api_key_map, schema_name_map
 
+from . import interbroker
+
 
 @dataclass(frozen=True)
 class VersionRange:
@@ -30,6 +32,9 @@ SUPPORTED: dict[int, VersionRange] = {
     1: VersionRange(4, 12),  # Fetch (v13+ addresses topics by id)
     2: VersionRange(1, 7),  # ListOffsets
     3: VersionRange(0, 12),  # Metadata
+    4: VersionRange(4, 4),  # LeaderAndIsr (controller to broker; schema in interbroker.py)
+    5: VersionRange(3, 3),  # StopReplica (controller to broker)
+    6: VersionRange(6, 6),  # UpdateMetadata (controller to broker)
     8: VersionRange(2, 9),  # OffsetCommit (v10 addresses topics by id)
     9: VersionRange(1, 9),  # OffsetFetch (v8+: several groups; v10 topics by id)
     10: VersionRange(0, 6),  # FindCoordinator (v4+: batched keys)
@@ -44,6 +49,7 @@ SUPPORTED: dict[int, VersionRange] = {
     20: VersionRange(1, 6),  # DeleteTopics
     21: VersionRange(0, 2),  # DeleteRecords
     22: VersionRange(0, 4),  # InitProducerId
+    23: VersionRange(2, 4),  # OffsetForLeaderEpoch
     32: VersionRange(1, 4),  # DescribeConfigs
     33: VersionRange(0, 2),  # AlterConfigs
     35: VersionRange(1, 4),  # DescribeLogDirs
@@ -56,7 +62,7 @@ SUPPORTED: dict[int, VersionRange] = {
 
 
 def api_name(api_key: int) -> str:
-    return api_key_map.get(api_key, f"api_{api_key}")
+    return api_key_map.get(api_key) or interbroker.NAMES.get(api_key, f"api_{api_key}")
 
 
 def is_supported(api_key: int, api_version: int) -> bool:
@@ -66,6 +72,12 @@ def is_supported(api_key: int, api_version: int) -> bool:
 
 def _check_against_kio() -> None:
     for api_key, supported in SUPPORTED.items():
+        if api_key in interbroker.SCHEMAS:
+            known = interbroker.SCHEMAS[api_key]
+            missing = set(range(supported.min_version, supported.max_version + 1)) - set(known)
+            if missing:
+                raise RuntimeError(f"no schema for {api_name(api_key)} v{sorted(missing)}")
+            continue
         known = schema_name_map[api_key_map[api_key]]
         for version in range(supported.min_version, supported.max_version + 1):
             if version not in known:

@@ -39,7 +39,13 @@ class Broker:
             config.zookeeper_connection_timeout_ms,
         )
         self.metadata = MetadataCache(self.zk)
-        self.controller = Controller(self.zk, self.broker_id, self.metadata)
+        self.controller = Controller(
+            self.zk,
+            self.broker_id,
+            self.metadata,
+            config,
+            endpoint_for=lambda info: self.replicas.inter_broker_endpoint(info),
+        )
         self.replicas = ReplicaManager(self)
         self.groups = GroupCoordinator(self)
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
@@ -86,9 +92,11 @@ class Broker:
         await self._register()
         self.zk.callbacks.on_connected.append(self._on_zk_connected)
         self.metadata.listeners.append(self._on_topics_changed)
-        await self.controller.elect()
         self.controller.on_topic_deleted.append(self.replicas.delete_partitions)
-        self.groups.start()  # before leadership: led __consumer_offsets partitions load
+        # Before any leadership (LeaderAndIsr may arrive during the election): led
+        # __consumer_offsets partitions load.
+        self.groups.start()
+        await self.controller.elect()
         await self.replicas.sync_leadership()
         self.started.set()
         log.info("broker %d started, cluster id %s", self.broker_id, self.metadata.cluster_id)
@@ -108,6 +116,7 @@ class Broker:
         for task in list(self._background):
             task.cancel()
         await self.admin.stop()
+        await self.controller.stop()
         try:
             await self.zk.stop()
         except Exception:  # ZooKeeper may be gone; the session then expires by itself
@@ -158,6 +167,7 @@ class Broker:
         if self.controller.is_active:
             await self.controller.elect_missing_leaders()
             await self.controller.process_pending_deletions()
+            await self.controller.on_topics_changed()
         await self.replicas.sync_leadership()
 
     def spawn(self, coroutine) -> asyncio.Task:

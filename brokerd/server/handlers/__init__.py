@@ -12,6 +12,7 @@ from . import (
     offsets,
     produce,
     producer_ids,
+    replication,
     topics,
 )
 
@@ -25,5 +26,6 @@ HANDLERS = {
     **offsets.HANDLERS,
     **produce.HANDLERS,
     **producer_ids.HANDLERS,
+    **replication.HANDLERS,
     **topics.HANDLERS,
 }

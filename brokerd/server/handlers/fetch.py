@@ -90,7 +90,7 @@ async def handle_fetch(broker, request: Request):
     max_bytes = min(getattr(body, "max_bytes", 0x7FFFFFFF), broker.config.get("fetch.max.bytes"))
     isolation = getattr(body, "isolation_level", 0)
     while True:
-        results = _read_all(broker, wanted, max_bytes, body.replica_id >= 0)
+        results = _read_all(broker, wanted, max_bytes, body.replica_id)
         total = sum(r.size for r in results)
         has_error = any(r.error != ErrorCode.none for r in results)
         remaining = deadline - time.monotonic()
@@ -99,7 +99,7 @@ async def handle_fetch(broker, request: Request):
         _release(results)  # not enough yet: read again after the wait
         await broker.replicas.purgatory.wait(list(wanted), remaining)
         if broker.replicas.purgatory.closed:
-            results = _read_all(broker, wanted, max_bytes, body.replica_id >= 0)
+            results = _read_all(broker, wanted, max_bytes, body.replica_id)
             break
 
     if incremental:
@@ -128,11 +128,15 @@ def _changed(state: SessionPartition, result: PartitionResult) -> bool:
     )
 
 
-def _read_all(broker, wanted, max_bytes: int, from_replica: bool) -> list[PartitionResult]:
+def _read_all(broker, wanted, max_bytes: int, replica_id: int) -> list[PartitionResult]:
+    """Consumers read below the HW; followers (replica_id >= 0) up to the LEO, and their
+    fetch offset tells the leader their LEO."""
+    from_replica = replica_id >= 0
     results = []
     remaining = max_bytes
     for (topic, partition), state in wanted.items():
         result = PartitionResult(topic, partition)
+        leader = None
         try:
             leader = broker.replicas.leader(topic, partition)
             if state.current_leader_epoch >= 0:
@@ -140,6 +144,8 @@ def _read_all(broker, wanted, max_bytes: int, from_replica: bool) -> list[Partit
                     raise KafkaError(ErrorCode.fenced_leader_epoch)
                 if state.current_leader_epoch > leader.leader_epoch:
                     raise KafkaError(ErrorCode.unknown_leader_epoch)
+            if from_replica:
+                broker.replicas.record_follower_fetch(replica_id, leader, state.fetch_offset)
             partition_log = leader.log
             high_watermark = partition_log.high_watermark
             result.high_watermark = high_watermark
@@ -161,6 +167,10 @@ def _read_all(broker, wanted, max_bytes: int, from_replica: bool) -> list[Partit
                     remaining -= data.region.length
         except Exception as exc:  # noqa: BLE001 - the error belongs to this partition
             result = PartitionResult(topic, partition, error_code_of(exc))
+            if leader is not None and result.error == ErrorCode.offset_out_of_range:
+                # A follower restarts from the leader's log start when it fell behind it.
+                result.log_start_offset = leader.log.log_start_offset
+                result.high_watermark = leader.log.high_watermark
             if result.error == ErrorCode.unknown_server_error:
                 log.exception("fetch from %s-%d failed", topic, partition)
         results.append(result)

@@ -36,6 +36,7 @@ async def handle_produce(broker, request: Request):
     # Every append happens before the first await (see _append); fsyncs come after.
     appended: list[tuple[str, list[dict]]] = []
     to_flush: list[tuple[dict, Log, int]] = []
+    to_replicate: list[tuple[dict, object, int]] = []
     for topic_data in body.topic_data:
         partitions = []
         for partition_data in topic_data.partition_data:
@@ -43,11 +44,16 @@ async def handle_produce(broker, request: Request):
             partitions.append(fields)
             if flush is not None:
                 to_flush.append((fields, *flush))
+            replicate = fields.pop("_replicate", None)
+            if replicate is not None:
+                to_replicate.append((fields, *replicate))
         appended.append((topic_data.name, partitions))
     if to_flush:
         # flush.messages / flush.ms: Kafka acknowledges after the fsync. Run it on a
         # thread so that the loop keeps serving while the disk works.
         await asyncio.to_thread(_flush, to_flush)
+    if to_replicate:
+        await _wait_for_replication(broker, to_replicate, body.timeout.total_seconds())
     if acks == 0:
         return None  # the client reads no response; errors show only in broker logs
     topics = [
@@ -61,6 +67,17 @@ async def handle_produce(broker, request: Request):
         for name, partitions in appended
     ]
     return build(module.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+async def _wait_for_replication(broker, pending, timeout: float) -> None:
+    """acks=all: each partition answers once its ISR has the batch (the produce purgatory)."""
+    codes = await asyncio.gather(
+        *(broker.replicas.wait_for_replication(p, offset, timeout) for _, p, offset in pending)
+    )
+    for (fields, _, _), code in zip(pending, codes, strict=True):
+        if code != ErrorCode.none and fields["error_code"] == ErrorCode.none:
+            fields.update(error_code=code, base_offset=-1, log_start_offset=-1)
+            fields["error_message"] = f"acks=all: {ErrorCode(code).name}"
 
 
 def _flush(to_flush: list[tuple[dict, Log, int]]) -> None:
@@ -103,6 +120,8 @@ def _append(broker, topic: str, partition_data, acks: int) -> tuple[dict, tuple 
     fields["base_offset"] = info.first_offset
     fields["log_append_time"] = _log_append_time(info.log_append_time)
     fields["log_start_offset"] = info.log_start_offset
+    if acks == -1:
+        fields["_replicate"] = (leader, info.last_offset + 1)
     return fields, (leader.log, info.last_offset + 1) if info.flush_needed else None
 
 

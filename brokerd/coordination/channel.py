@@ -1,0 +1,229 @@
+"""The controller's connections to brokers: one ordered queue and sender task per broker.
+
+Requests to one broker go out in the order the controller made them (a later LeaderAndIsr
+must not overtake an earlier one); a failed send is retried while the broker is live and
+this controller still holds its epoch, and dropped when the broker is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from brokerd.client.connection import BrokerConnection
+from brokerd.protocol import interbroker
+from brokerd.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+log = logging.getLogger(__name__)
+
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+RETRY_SECONDS = 0.2
+
+
+class _BrokerQueue:
+    def __init__(self, channel: ControllerChannel, broker_id: int):
+        self.channel = channel
+        self.broker_id = broker_id
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.connection: BrokerConnection | None = None
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        controller = self.channel.controller
+        while True:
+            request, epoch = await self.queue.get()
+            while controller.is_active and controller.epoch == epoch:
+                try:
+                    response = await self._connection().send(request)
+                except Exception as exc:  # noqa: BLE001 - retried while the broker lives
+                    log.debug("controller request to %d failed: %s", self.broker_id, exc)
+                    await self._close()
+                    if self.broker_id not in controller.live:
+                        break
+                    await asyncio.sleep(RETRY_SECONDS)
+                    continue
+                code = getattr(response, "error_code", ErrorCode.none)
+                if code != ErrorCode.none:
+                    log.warning(
+                        "broker %d answered %s with %s",
+                        self.broker_id,
+                        type(request).__name__,
+                        ErrorCode(code).name,
+                    )
+                break
+
+    def _connection(self) -> BrokerConnection:
+        info = self.channel.controller.cache.brokers.get(self.broker_id)
+        endpoint = self.channel.endpoint_for(info) if info is not None else None
+        if endpoint is None:
+            raise ConnectionError(f"broker {self.broker_id} has no known endpoint")
+        current = self.connection
+        if current is not None and (current.host, current.port) == (endpoint.host, endpoint.port):
+            return current
+        timeout = 30.0
+        config = self.channel.controller.config
+        if config is not None:
+            timeout = config.get("controller.socket.timeout.ms") / 1000
+        self.connection = BrokerConnection(
+            endpoint.host,
+            endpoint.port,
+            node_id=self.broker_id,
+            client_id=f"controller-{self.channel.controller.broker_id}",
+            request_timeout=timeout,
+        )
+        return self.connection
+
+    async def _close(self) -> None:
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            await connection.close()
+
+    async def stop(self) -> None:
+        self.task.cancel()
+        try:
+            await self.task
+        except (asyncio.CancelledError, Exception):
+            pass
+        await self._close()
+
+
+class ControllerChannel:
+    def __init__(self, controller: Controller, endpoint_for=None):
+        self.controller = controller
+        self.endpoint_for = endpoint_for or _plaintext_endpoint
+        self.queues: dict[int, _BrokerQueue] = {}
+
+    def _queue(self, broker_id: int) -> _BrokerQueue:
+        queue = self.queues.get(broker_id)
+        if queue is None:
+            queue = self.queues[broker_id] = _BrokerQueue(self, broker_id)
+        return queue
+
+    def _enqueue(self, broker_id: int, request) -> None:
+        self._queue(broker_id).queue.put_nowait((request, self.controller.epoch))
+
+    def remove(self, broker_ids) -> None:
+        for broker_id in broker_ids:
+            queue = self.queues.pop(broker_id, None)
+            if queue is not None:
+                asyncio.get_running_loop().create_task(queue.stop())
+
+    def clear(self) -> None:
+        self.remove(list(self.queues))
+
+    async def stop(self) -> None:
+        queues, self.queues = self.queues, {}
+        for queue in queues.values():
+            await queue.stop()
+
+    # Requests -----------------------------------------------------------------------------
+    def send_leader_and_isr(self, broker_id: int, states) -> None:
+        controller = self.controller
+        by_topic: dict[str, list] = {}
+        leaders = set()
+        for topic, index, state, replicas in states:
+            leaders.add(state.leader)
+            by_topic.setdefault(topic, []).append(
+                interbroker.LeaderAndIsrPartitionState(
+                    partition_index=index,
+                    controller_epoch=state.controller_epoch,
+                    leader=state.leader,
+                    leader_epoch=state.leader_epoch,
+                    isr=tuple(state.isr),
+                    zk_version=state.zk_version,
+                    replicas=tuple(replicas),
+                )
+            )
+        live_leaders = []
+        for leader in sorted(leaders):
+            info = controller.cache.brokers.get(leader)
+            endpoint = self.endpoint_for(info) if info is not None else None
+            if endpoint is not None:
+                live_leaders.append(
+                    interbroker.LeaderAndIsrLiveLeader(
+                        broker_id=leader, host_name=endpoint.host, port=endpoint.port
+                    )
+                )
+        request = interbroker.LeaderAndIsrRequest(
+            controller_id=controller.broker_id,
+            controller_epoch=controller.epoch,
+            topic_states=tuple(
+                interbroker.LeaderAndIsrTopicState(topic_name=t, partition_states=tuple(ps))
+                for t, ps in by_topic.items()
+            ),
+            live_leaders=tuple(live_leaders),
+        )
+        self._enqueue(broker_id, request)
+
+    def send_update_metadata(self, broker_id: int, states) -> None:
+        controller = self.controller
+        by_topic: dict[str, list] = {}
+        for topic, index, state, replicas in states:
+            by_topic.setdefault(topic, []).append(
+                interbroker.UpdateMetadataPartitionState(
+                    partition_index=index,
+                    controller_epoch=state.controller_epoch,
+                    leader=state.leader,
+                    leader_epoch=state.leader_epoch,
+                    isr=tuple(state.isr),
+                    zk_version=state.zk_version,
+                    replicas=tuple(replicas),
+                    offline_replicas=tuple(r for r in replicas if r not in controller.live),
+                )
+            )
+        brokers = []
+        for info in controller.cache.brokers.values():
+            brokers.append(
+                interbroker.UpdateMetadataBroker(
+                    id=info.broker_id,
+                    endpoints=tuple(
+                        interbroker.UpdateMetadataEndpoint(
+                            port=e.port,
+                            host=e.host,
+                            listener=e.listener_name,
+                            security_protocol=SECURITY_PROTOCOLS.get(e.security_protocol, 0),
+                        )
+                        for e in info.endpoints
+                    ),
+                    rack=info.rack,
+                )
+            )
+        request = interbroker.UpdateMetadataRequest(
+            controller_id=controller.broker_id,
+            controller_epoch=controller.epoch,
+            topic_states=tuple(
+                interbroker.UpdateMetadataTopicState(topic_name=t, partition_states=tuple(ps))
+                for t, ps in by_topic.items()
+            ),
+            live_brokers=tuple(brokers),
+        )
+        self._enqueue(broker_id, request)
+
+    def send_stop_replica(self, broker_id: int, topic: str, partitions, delete: bool) -> None:
+        request = interbroker.StopReplicaRequest(
+            controller_id=self.controller.broker_id,
+            controller_epoch=self.controller.epoch,
+            topic_states=(
+                interbroker.StopReplicaTopicState(
+                    topic_name=topic,
+                    partition_states=tuple(
+                        interbroker.StopReplicaPartitionState(
+                            partition_index=p, delete_partition=delete
+                        )
+                        for p in sorted(partitions)
+                    ),
+                ),
+            ),
+        )
+        self._enqueue(broker_id, request)
+
+
+def _plaintext_endpoint(info):
+    return next(
+        (e for e in info.endpoints if e.security_protocol == "PLAINTEXT"),
+        info.endpoints[0] if info.endpoints else None,
+    )

@@ -1,0 +1,469 @@
+"""The replicas this broker holds, over the log manager: leaders, followers, the ISR.
+
+Roles come from the controller (LeaderAndIsr); a partition that is brand new (epoch 0, no
+local log yet) is also taken straight from its state znode so a topic is usable as soon as
+it is created. Leaders shrink the ISR after replica.lag.time.max.ms and grow it when a
+follower catches up, with conditional writes of the state znode (a leader the controller has
+replaced fails that write and cannot shrink the ISR to itself) and an
+/isr_change_notification for the controller. acks=all produces wait in the produce
+purgatory until the high watermark covers them.
+
+The handlers' API is unchanged from the single-broker increment: leader(), append(),
+local_log(), leaders, purgatory, sync_leadership().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kazoo.exceptions import BadVersionError, NoNodeError
+
+from brokerd.config import LogConfig
+from brokerd.coordination import zk
+from brokerd.coordination.zk import PartitionState
+from brokerd.protocol.errors import ErrorCode, KafkaError
+
+from .fetcher import ReplicaFetcherManager
+from .partition import NO_LEADER, Partition, now_ms
+from .purgatory import FetchPurgatory, ProducePurgatory
+
+if TYPE_CHECKING:
+    from brokerd.log.log import AppendInfo, Log
+    from brokerd.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
+
+# Kept for callers of the single-broker API: a led partition is a Partition.
+LeaderPartition = Partition
+
+
+class ReplicaManager:
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.leaders: dict[tuple[str, int], Partition] = {}
+        # callables(gained, lost) with (topic, partition) keys: the group coordinator loads
+        # and unloads __consumer_offsets partitions as leadership moves.
+        self.leadership_listeners: list = []
+        self.purgatory = FetchPurgatory()
+        self.produce_purgatory = ProducePurgatory()
+        self.fetchers = ReplicaFetcherManager(self)
+        self.controller_epoch = 0  # the highest seen; older controllers are refused
+        self.log_manager = None
+        self.cleaner = None  # LogCleanerManager, when log.cleaner.enable
+        self._cleaner_thread = None
+        self._maintenance: list[asyncio.Task] = []
+        # Role changes are serialized: two at once would each load the same new partition
+        # directory (two Log objects, two writers on one segment).
+        self._sync_lock = asyncio.Lock()
+
+    @property
+    def local_id(self) -> int:
+        return self.broker.broker_id
+
+    # Lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        from brokerd.log.manager import LogManager
+
+        config = self.broker.config
+        self.log_manager = LogManager(
+            config.log_dirs,
+            config.log_config(),
+            config.explicit,
+            topic_config=self.topic_log_config,
+        )
+        await asyncio.to_thread(self.log_manager.startup)
+        await asyncio.to_thread(
+            self.log_manager.ensure_meta_properties,
+            self.broker.broker_id,
+            self.broker.metadata.cluster_id,
+        )
+        if config.get("log.cleaner.enable"):
+            from brokerd.log.cleaner_manager import CleanerThread, LogCleanerManager
+
+            self.cleaner = LogCleanerManager(
+                dedupe_buffer_size=config.get("log.cleaner.dedupe.buffer.size")
+            )
+            # Compaction runs on its own thread, off the event loop.
+            self._cleaner_thread = CleanerThread(
+                self.cleaner,
+                self.log_manager.all_logs,
+                backoff_ms=config.get("log.cleaner.backoff.ms"),
+            )
+            self._cleaner_thread.start()
+        self._maintenance = [
+            asyncio.create_task(
+                self._every(config.get("log.retention.check.interval.ms"), self._retention)
+            ),
+            asyncio.create_task(
+                self._every(
+                    config.get("log.flush.offset.checkpoint.interval.ms"),
+                    self.log_manager.checkpoint,
+                )
+            ),
+            asyncio.create_task(self._isr_maintenance()),
+        ]
+
+    async def shutdown(self) -> None:
+        for task in self._maintenance:
+            task.cancel()
+        await self.fetchers.shutdown()
+        if self._cleaner_thread is not None:
+            await asyncio.to_thread(self._cleaner_thread.stop)
+        self.wake_all_waiters()
+        if self.log_manager is not None:
+            await asyncio.to_thread(self.log_manager.shutdown)
+
+    async def _every(self, interval_ms: int, work) -> None:
+        interval = min(interval_ms, 1 << 31) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await asyncio.to_thread(work)
+            except Exception:
+                log.exception("periodic log maintenance failed")
+
+    def _retention(self) -> None:
+        self.log_manager.run_retention()
+        self.log_manager.remove_deleted_segments()
+
+    def wake_all_waiters(self) -> None:
+        self.purgatory.wake_all()
+        self.produce_purgatory.wake_all()
+
+    # Configs --------------------------------------------------------------------------
+    def topic_log_config(self, topic: str) -> LogConfig:
+        info = self.broker.metadata.topic(topic)
+        return self.broker.config.log_config(info.configs if info else {})
+
+    def refresh_topic_config(self, topic: str) -> None:
+        if self.log_manager is not None:
+            self.log_manager.update_config(topic, self.topic_log_config(topic))
+
+    def refresh_all_configs(self) -> None:
+        for topic in {t for t, _ in self.partitions}:
+            self.refresh_topic_config(topic)
+
+    def inter_broker_endpoint(self, info):
+        name = self.broker.config.get("inter.broker.listener.name")
+        if name:
+            found = info.endpoint(name)
+            if found is not None:
+                return found
+        return next(
+            (e for e in info.endpoints if e.security_protocol == "PLAINTEXT"),
+            info.endpoints[0] if info.endpoints else None,
+        )
+
+    # Roles from the controller --------------------------------------------------------
+    async def become_leader_or_follower(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        states: Sequence[tuple[str, int, PartitionState, list[int]]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Apply LeaderAndIsr: per partition, the error code of its answer."""
+        async with self._sync_lock:
+            if controller_epoch < self.controller_epoch:
+                raise KafkaError(
+                    ErrorCode.stale_controller_epoch,
+                    f"controller {controller_id} epoch {controller_epoch} is older than "
+                    f"{self.controller_epoch}",
+                )
+            self.controller_epoch = controller_epoch
+            results = {}
+            gained: set = set()
+            lost: set = set()
+            for topic, index, state, replicas in states:
+                key = (topic, index)
+                try:
+                    results[key] = await self._apply(
+                        topic, index, state, replicas, gained, lost, force=False
+                    )
+                except Exception as exc:  # noqa: BLE001 - this partition's answer
+                    log.exception("LeaderAndIsr for %s-%d failed", topic, index)
+                    results[key] = getattr(exc, "error_code", ErrorCode.kafka_storage_error)
+            self._notify_leadership(gained, lost)
+            return results
+
+    async def _apply(
+        self,
+        topic: str,
+        index: int,
+        state: PartitionState,
+        replicas: list[int],
+        gained: set,
+        lost: set,
+        force: bool,
+    ) -> ErrorCode:
+        key = (topic, index)
+        current = self.partitions.get(key)
+        if current is not None and not force and state.leader_epoch <= current.leader_epoch:
+            if state.leader_epoch == current.leader_epoch and state.zk_version > current.zk_version:
+                current.zk_version = state.zk_version  # the controller saw our ISR write
+            return (
+                ErrorCode.stale_controller_epoch
+                if state.leader_epoch < current.leader_epoch
+                else ErrorCode.none
+            )
+        if self.local_id not in replicas:
+            return ErrorCode.unknown_topic_or_partition
+        self._update_cached_state(topic, index, state)
+        if current is None:
+            partition_log = await asyncio.to_thread(
+                self.log_manager.get_or_create_log, topic, index, self.topic_log_config(topic)
+            )
+            current = self.partitions[key] = Partition(topic, index, partition_log, self.local_id)
+        was_leader = current.is_leader
+        if state.leader == self.local_id:
+            self.fetchers.remove_partition(key)
+            current.make_leader(
+                state.leader_epoch, state.isr, replicas, state.zk_version, state.controller_epoch
+            )
+            self.leaders[key] = current
+            if not was_leader:
+                gained.add(key)
+            self._high_watermark_moved(current)
+            log.info("leading %s at epoch %d, isr %s", key, state.leader_epoch, state.isr)
+        else:
+            self.leaders.pop(key, None)
+            current.make_follower(
+                state.leader,
+                state.leader_epoch,
+                state.isr,
+                replicas,
+                state.zk_version,
+                state.controller_epoch,
+            )
+            if was_leader:
+                lost.add(key)
+            self.produce_purgatory.leadership_lost(key)
+            self.purgatory.notify(key)
+            if state.leader == NO_LEADER:
+                self.fetchers.remove_partition(key)
+            else:
+                self.fetchers.add_partition(current, state.leader, state.leader_epoch)
+            log.info("following %d for %s at epoch %d", state.leader, key, state.leader_epoch)
+        return ErrorCode.none
+
+    def _update_cached_state(self, topic: str, index: int, state: PartitionState) -> None:
+        info = self.broker.metadata.topic(topic)
+        if info is None:
+            return
+        cached = info.states.get(index)
+        if cached is None or (state.leader_epoch, state.zk_version) >= (
+            cached.leader_epoch,
+            cached.zk_version,
+        ):
+            info.states[index] = state
+
+    async def stop_replicas(
+        self, controller_epoch: int, partitions: Sequence[tuple[str, int, bool]]
+    ) -> None:
+        async with self._sync_lock:
+            if controller_epoch < self.controller_epoch:
+                raise KafkaError(ErrorCode.stale_controller_epoch)
+            self.controller_epoch = controller_epoch
+            lost = set()
+            for topic, index, delete in partitions:
+                key = (topic, index)
+                self.fetchers.remove_partition(key)
+                if self.leaders.pop(key, None) is not None:
+                    lost.add(key)
+                self.produce_purgatory.leadership_lost(key)
+                self.partitions.pop(key, None)
+                if delete:
+                    await asyncio.to_thread(self.log_manager.delete_log, topic, index)
+            self._notify_leadership(set(), lost)
+
+    # New partitions straight from ZooKeeper -------------------------------------------
+    async def sync_leadership(self) -> None:
+        """Take up partitions created since the last look (epoch 0, no local log yet).
+
+        Anything else waits for the controller: a restarted broker must not lead from a
+        state znode the controller is about to replace."""
+        async with self._sync_lock:
+            gained: set = set()
+            lost: set = set()
+            for info in list(self.broker.metadata.topics.values()):
+                for index, state in list(info.states.items()):
+                    replicas = info.assignment.get(index, [])
+                    key = (info.name, index)
+                    if (
+                        key in self.partitions
+                        or self.local_id not in replicas
+                        or state.leader_epoch != 0
+                        or self.log_manager.get_log(info.name, index) is not None
+                    ):
+                        continue
+                    await self._apply(info.name, index, state, replicas, gained, lost, False)
+            self._notify_leadership(gained, lost)
+
+    def _notify_leadership(self, gained: set, lost: set) -> None:
+        if not gained and not lost:
+            return
+        for listener in self.leadership_listeners:
+            try:
+                listener(gained, lost)
+            except Exception:
+                log.exception("leadership listener failed")
+
+    async def delete_partitions(self, topic: str, partitions: Sequence[int]) -> None:
+        for partition in partitions:
+            key = (topic, partition)
+            self.fetchers.remove_partition(key)
+            self.partitions.pop(key, None)
+            if self.leaders.pop(key, None) is not None:
+                self.produce_purgatory.leadership_lost(key)
+                self._notify_leadership(set(), {key})
+            await asyncio.to_thread(self.log_manager.delete_log, topic, partition)
+
+    # Lookups --------------------------------------------------------------------------
+    def leader(self, topic: str, partition: int) -> Partition:
+        """The led partition, or the error a client gets for it."""
+        found = self.leaders.get((topic, partition))
+        if found is not None:
+            return found
+        info = self.broker.metadata.topic(topic)
+        if info is None or partition not in info.assignment:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition)
+        if (topic, partition) in self.log_manager.offline_partitions:
+            raise KafkaError(ErrorCode.kafka_storage_error)
+        raise KafkaError(ErrorCode.not_leader_or_follower)
+
+    def local_log(self, topic: str, partition: int) -> Log | None:
+        return self.log_manager.get_log(topic, partition) if self.log_manager else None
+
+    # Appends --------------------------------------------------------------------------
+    def append(
+        self, partition: Partition, records: bytes, acks: int, defer_flush: bool = False
+    ) -> AppendInfo:
+        """Append on the event loop. With defer_flush, a due fsync (flush.messages/flush.ms)
+        is the caller's (`info.flush_needed`: run log.flush off the loop before acking).
+        acks=all callers then wait with `wait_for_replication`."""
+        if acks == -1:
+            min_isr = partition.log.config.min_insync_replicas
+            if len(partition.isr) < min_isr:
+                raise KafkaError(
+                    ErrorCode.not_enough_replicas,
+                    f"ISR {partition.isr} is smaller than min.insync.replicas {min_isr}",
+                )
+        info = partition.log.append_as_leader(
+            records, partition.leader_epoch, defer_flush=defer_flush
+        )
+        self.purgatory.notify(partition.key)  # followers long-polling for data
+        if partition.maybe_increment_high_watermark():
+            self._high_watermark_moved(partition)
+        return info
+
+    async def wait_for_replication(
+        self, partition: Partition, required_offset: int, timeout: float
+    ) -> ErrorCode:
+        """acks=all: NONE once the HW reaches `required_offset` with the ISR still at
+        min.insync.replicas; NOT_ENOUGH_REPLICAS_AFTER_APPEND if it shrank below it."""
+        if partition.log.high_watermark < required_offset:
+            code = await self.produce_purgatory.wait(partition.key, required_offset, timeout)
+            if code != ErrorCode.none:
+                return code
+        if self.leaders.get(partition.key) is not partition:
+            return ErrorCode.not_leader_or_follower
+        if len(partition.isr) < partition.log.config.min_insync_replicas:
+            return ErrorCode.not_enough_replicas_after_append
+        return ErrorCode.none
+
+    def _high_watermark_moved(self, partition: Partition) -> None:
+        self.produce_purgatory.high_watermark_moved(partition.key, partition.log.high_watermark)
+        self.purgatory.notify(partition.key)  # consumers waiting for data below the HW
+
+    # Follower fetches (on the leader) -------------------------------------------------
+    def record_follower_fetch(self, replica_id: int, partition: Partition, offset: int) -> None:
+        if partition.update_follower_fetch(replica_id, offset, now_ms()):
+            self._high_watermark_moved(partition)
+        if replica_id not in partition.isr and replica_id in partition.catching_up_replicas():
+            self._spawn_isr_change(partition, sorted({*partition.isr, replica_id}), expand=True)
+
+    # ISR changes ----------------------------------------------------------------------
+    async def _isr_maintenance(self) -> None:
+        while True:
+            lag_ms = self.broker.config.get("replica.lag.time.max.ms")
+            await asyncio.sleep(max(lag_ms / 2, 50) / 1000)
+            now = now_ms()
+            for partition in list(self.leaders.values()):
+                try:
+                    stale = partition.out_of_sync_replicas(now, lag_ms)
+                    if stale:
+                        shrunk = [r for r in partition.isr if r not in stale]
+                        log.info(
+                            "shrinking ISR of %s from %s to %s",
+                            partition.key,
+                            partition.isr,
+                            shrunk,
+                        )
+                        self._spawn_isr_change(partition, shrunk, expand=False)
+                except Exception:
+                    log.exception("ISR check of %s failed", partition.key)
+
+    def _spawn_isr_change(self, partition: Partition, new_isr: list[int], expand: bool) -> None:
+        if partition.isr_change_pending:
+            return
+        partition.isr_change_pending = True
+        self.broker.spawn(self._change_isr(partition, new_isr, expand))
+
+    async def _change_isr(self, partition: Partition, new_isr: list[int], expand: bool) -> None:
+        """Write the ISR conditionally on the znode version we were given; a leader that
+        was replaced (version moved on) fails here and keeps its ISR, so it cannot ack
+        acks=all writes the ISR does not have."""
+        try:
+            state = PartitionState(
+                leader=self.local_id,
+                leader_epoch=partition.leader_epoch,
+                isr=new_isr,
+                controller_epoch=partition.controller_epoch,
+            )
+            path = zk.partition_state_path(partition.topic, partition.partition)
+            try:
+                version = await self.broker.zk.set_json(path, state.to_json(), partition.zk_version)
+            except BadVersionError:
+                found = await self.broker.zk.get_json(path)
+                if found is None:
+                    return
+                current = PartitionState.from_json(*found)
+                if (
+                    current.leader != self.local_id
+                    or current.leader_epoch != partition.leader_epoch
+                ):
+                    log.info("ISR change of %s refused: the controller moved on", partition.key)
+                    return
+                version = await self.broker.zk.set_json(path, state.to_json(), current.zk_version)
+            except NoNodeError:
+                return
+            if self.leaders.get(partition.key) is not partition:
+                return
+            if partition.leader_epoch != state.leader_epoch:
+                return
+            partition.isr = list(new_isr)
+            partition.zk_version = version
+            state.zk_version = version
+            self._update_cached_state(partition.topic, partition.partition, state)
+            metrics = getattr(self.broker, "metrics", None)
+            if metrics is not None:
+                (metrics.isr_expands if expand else metrics.isr_shrinks).inc()
+            if partition.maybe_increment_high_watermark():
+                self._high_watermark_moved(partition)
+            await self.broker.zk.create_json(
+                ISR_CHANGE_PREFIX,
+                {
+                    "version": 1,
+                    "partitions": [{"topic": partition.topic, "partition": partition.partition}],
+                },
+                sequence=True,
+            )
+        except Exception:
+            log.warning("ISR change of %s failed", partition.key, exc_info=True)
+        finally:
+            partition.isr_change_pending = False

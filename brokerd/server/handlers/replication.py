@@ -1,0 +1,128 @@
+"""Replication APIs: LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6) from the
+controller, and OffsetForLeaderEpoch (23) from followers (and consumers).
+
+Requests from a controller older than the newest this broker has seen are refused with
+STALE_CONTROLLER_EPOCH: a deposed controller cannot move leadership any more.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from brokerd.coordination.zk import PartitionState
+from brokerd.protocol import interbroker
+from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
+from brokerd.protocol.framing import Request
+from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+
+log = logging.getLogger(__name__)
+
+
+def _state(p) -> PartitionState:
+    return PartitionState(
+        leader=p.leader,
+        leader_epoch=p.leader_epoch,
+        isr=list(p.isr),
+        controller_epoch=p.controller_epoch,
+        zk_version=p.zk_version,
+    )
+
+
+async def handle_leader_and_isr(broker, request: Request):
+    body = request.body
+    states = [
+        (topic.topic_name, p.partition_index, _state(p), list(p.replicas))
+        for topic in body.topic_states
+        for p in topic.partition_states
+    ]
+    try:
+        results = await broker.replicas.become_leader_or_follower(
+            body.controller_id, body.controller_epoch, states
+        )
+        error = ErrorCode.none
+    except KafkaError as exc:
+        error = exc.error_code
+        results = {(t, p): error for t, p, _, _ in states}
+    if error == ErrorCode.none:
+        broker.controller.observe_epoch(body.controller_epoch)
+    return interbroker.LeaderAndIsrResponse(
+        error_code=error,
+        partition_errors=tuple(
+            interbroker.LeaderAndIsrPartitionError(topic_name=t, partition_index=p, error_code=code)
+            for (t, p), code in results.items()
+        ),
+    )
+
+
+async def handle_update_metadata(broker, request: Request):
+    body = request.body
+    if body.controller_epoch < broker.replicas.controller_epoch:
+        return interbroker.UpdateMetadataResponse(error_code=ErrorCode.stale_controller_epoch)
+    broker.replicas.controller_epoch = body.controller_epoch
+    broker.controller.observe_epoch(body.controller_epoch)
+    for topic in body.topic_states:
+        for p in topic.partition_states:
+            broker.replicas._update_cached_state(topic.topic_name, p.partition_index, _state(p))
+    return interbroker.UpdateMetadataResponse(error_code=ErrorCode.none)
+
+
+async def handle_stop_replica(broker, request: Request):
+    body = request.body
+    partitions = [
+        (topic.topic_name, p.partition_index, p.delete_partition)
+        for topic in body.topic_states
+        for p in topic.partition_states
+    ]
+    try:
+        await broker.replicas.stop_replicas(body.controller_epoch, partitions)
+        error = ErrorCode.none
+    except Exception as exc:  # noqa: BLE001 - answered as an error code
+        error = error_code_of(exc)
+    return interbroker.StopReplicaResponse(
+        error_code=error,
+        partition_errors=tuple(
+            interbroker.StopReplicaPartitionError(topic_name=t, partition_index=p, error_code=error)
+            for t, p, _ in partitions
+        ),
+    )
+
+
+async def handle_offset_for_leader_epoch(broker, request: Request):
+    """Where the requested epoch ends in the leader's history (KIP-101): the LEO for the
+    current epoch, else the start offset of the next larger epoch."""
+    module = response_module(request.api_key, request.api_version)
+    topics = []
+    for topic in request.body.topics:
+        partitions = []
+        for requested in topic.partitions:
+            fields = {"partition": requested.partition, "error_code": ErrorCode.none}
+            try:
+                leader = broker.replicas.leader(topic.topic, requested.partition)
+                current = getattr(requested, "current_leader_epoch", -1)
+                if current >= 0 and current < leader.leader_epoch:
+                    raise KafkaError(ErrorCode.fenced_leader_epoch)
+                if current > leader.leader_epoch:
+                    raise KafkaError(ErrorCode.unknown_leader_epoch)
+                epoch, end_offset = leader.log.leader_epoch_cache.end_offset_for(
+                    requested.leader_epoch, leader.log.log_end_offset
+                )
+                fields.update(leader_epoch=epoch, end_offset=end_offset)
+            except Exception as exc:  # noqa: BLE001 - this partition's answer
+                fields.update(error_code=error_code_of(exc), leader_epoch=-1, end_offset=-1)
+            partitions.append(build(module.EpochEndOffset, **fields))
+        topics.append(
+            build(
+                module.OffsetForLeaderTopicResult, topic=topic.topic, partitions=tuple(partitions)
+            )
+        )
+    return build(
+        module.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE, topics=tuple(topics)
+    )
+
+
+HANDLERS = {
+    4: handle_leader_and_isr,
+    5: handle_stop_replica,
+    6: handle_update_metadata,
+    23: handle_offset_for_leader_epoch,
+}
