@@ -19,7 +19,7 @@ import crc32c
 
 from ..config import LogConfig
 from ..records import read_entry
-from ..records.batch import ATTRIBUTES_POS, CRC_POS, HEADER_SIZE, CorruptRecordError
+from ..records.batch import ATTRIBUTES_POS, HEADER_SIZE, CorruptRecordError
 from .index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -34,6 +34,8 @@ ENTRY_PREFIX = struct.Struct(">qiib")  # baseOffset/offset, size, (epoch|crc), m
 _V2_TAIL = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, firstTimestamp, maxTimestamp
 _V1_TIMESTAMP = struct.Struct(">q")
 _CRC = struct.Struct(">I")
+# baseOffset, batchLength, epoch, magic, crc, attributes, lastOffsetDelta, first/max ts
+_V2_PREFIX = struct.Struct(">qiibIhiqq")
 _EPOCH = struct.Struct(">i")
 SCAN_CHUNK = 1 << 20
 # Lookups read only a few headers near an index entry: a small read each, not a whole
@@ -312,32 +314,66 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self.max_timestamp_so_far = -1
         self.offset_of_max_timestamp_so_far = self.base_offset
-        file_size = os.fstat(self.file.fileno()).st_size
-        reader = _ChunkReader(self.file.fileno(), file_size)
+        fd = self.file.fileno()
+        file_size = os.fstat(fd).st_size
         valid = 0
         previous_last = self.base_offset - 1
+        interval = self.config.index_interval_bytes
+        chunk = b""
+        chunk_start = 0
+        # The loop is the recovery scan's whole cost: v2 batches are checked straight from
+        # their header bytes (no objects), legacy entries take the general path.
         while valid < file_size:
-            header = reader.header_at(valid)
-            if header is None:
-                break
-            view = reader.view(valid, header.size)
-            if header.magic == 2:
-                # offsets only grow within a log; anything else is garbage
-                if header.base_offset <= previous_last or header.last_offset < header.base_offset:
+            offset_in_chunk = valid - chunk_start
+            if offset_in_chunk + _V2_PREFIX.size > len(chunk):
+                chunk = os.pread(fd, max(SCAN_CHUNK, _V2_PREFIX.size), valid)
+                chunk_start, offset_in_chunk = valid, 0
+                if len(chunk) < ENTRY_PREFIX.size:
                     break
-                # The hot loop checks the CRC straight from the header, no batch object.
-                if _CRC.unpack_from(view, CRC_POS)[0] != crc32c.crc32c(view[ATTRIBUTES_POS:]):
+            if len(chunk) - offset_in_chunk >= _V2_PREFIX.size and chunk[offset_in_chunk + 16] == 2:
+                base, length, _, _, crc, _, last_delta, _, max_ts = _V2_PREFIX.unpack_from(
+                    chunk, offset_in_chunk
+                )
+                size = length + 12
+                if length < HEADER_SIZE - 12 or valid + size > file_size:
                     break
+                last = base + last_delta
+                if base <= previous_last or last < base:
+                    break  # offsets only grow within a log; anything else is garbage
+                if offset_in_chunk + size > len(chunk):
+                    chunk = os.pread(fd, max(SCAN_CHUNK, size), valid)
+                    chunk_start, offset_in_chunk = valid, 0
+                view = memoryview(chunk)[offset_in_chunk : offset_in_chunk + size]
+                if crc != crc32c.crc32c(view[ATTRIBUTES_POS:]):
+                    break
+                if max_ts > self.max_timestamp_so_far:
+                    self.max_timestamp_so_far = max_ts
+                    self.offset_of_max_timestamp_so_far = last
+                if self.bytes_since_last_index_entry > interval:
+                    self.offset_index.append(last, valid)
+                    self.time_index.maybe_append(
+                        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
+                    )
+                    self.bytes_since_last_index_entry = 0
+                self.bytes_since_last_index_entry += size
+                if on_entry is not None:
+                    on_entry(view, EntryHeader(valid, size, base, last, max_ts, 2))
             else:
+                header = _ChunkReader(fd, file_size).header_at(valid)
+                if header is None or header.magic == 2:
+                    break
+                view = memoryview(os.pread(fd, header.size, valid))
                 try:
                     read_entry(view).validate()
                 except CorruptRecordError:
                     break
-            previous_last = header.last_offset
-            self.append_index_only(header)
-            if on_entry is not None:
-                on_entry(view, header)
-            valid += header.size
+                last = header.last_offset
+                size = header.size
+                self.append_index_only(header)
+                if on_entry is not None:
+                    on_entry(view, header)
+            previous_last = last
+            valid += size
         truncated = file_size - valid
         if truncated:
             self.file.truncate(valid)
