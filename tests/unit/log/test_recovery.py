@@ -133,3 +133,29 @@ def test_recovery_rebuilds_indexes_identically(tmp_path):
     rebuilt.recover()
     assert list(rebuilt.offset_index) == offsets
     assert list(rebuilt.time_index)[: len(times)] == times
+
+
+def test_recovery_of_a_legacy_segment_written_by_old_kafka(tmp_path):
+    from brokerd.records.batch import SimpleRecord
+    from brokerd.records.legacy import build_message_set
+
+    directory = tmp_path / "old-0"
+    directory.mkdir()
+    v0 = build_message_set([SimpleRecord(b"a"), SimpleRecord(b"b")], magic=0)
+    v1 = build_message_set(
+        [SimpleRecord(b"c", b"k", (), 5), SimpleRecord(b"d", None, (), 6)],
+        magic=1,
+        base_offset=2,
+        compression_type=1,
+    )
+    data = v0 + v1
+    (directory / "00000000000000000000.log").write_bytes(data + b"\x00\x01\x02")  # torn tail
+    log = open_log(directory, clean=False)
+    assert log.active_segment.size == len(data)
+    assert log.log_end_offset == 4
+    assert [(r.offset, r.value) for r in read_all(log)] == [
+        (0, b"a"),
+        (1, b"b"),
+        (2, b"c"),
+        (3, b"d"),
+    ]
