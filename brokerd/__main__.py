@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -74,6 +75,10 @@ async def _serve(config) -> int:
         logging.getLogger("brokerd").error("start-up failed: %s", exc, exc_info=True)
         await broker.stop()
         return 1
+    # Start-up objects (modules, configs, caches) live for the whole run: keep them out of
+    # the collector's generations so its full collections stay short (p99 latency).
+    gc.collect()
+    gc.freeze()
     ports = ", ".join(f"{name}={port}" for name, port in broker.bound_ports.items())
     print(f"brokerd {config.broker_id} serving ({ports})", flush=True)
     await stop.wait()
