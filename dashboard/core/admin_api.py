@@ -19,22 +19,26 @@ from typing import Any
 from .models import Cluster
 
 DISCOVERY_TTL_S = 30.0
+# After a broker's admin API stopped answering, look again this soon: a restarted broker
+# with admin.listener port 0 registers a new endpoint.
+REDISCOVERY_AFTER_FAILURE_S = 1.0
 _discovered: dict[str, tuple[float, dict[int, str]]] = {}
 
 
 class AdminApiError(Exception):
     """The admin API answered with an error, or could not be reached."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, unreachable: bool = False):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.unreachable = unreachable  # no HTTP answer at all: the broker is down or gone
 
 
-def discover_from_zookeeper(zookeeper_connect: str) -> dict[int, str]:
-    """broker id -> admin URL from /brokers/ids/<id> (cached for a while)."""
+def discover_from_zookeeper(zookeeper_connect: str, max_age: float = DISCOVERY_TTL_S):
+    """broker id -> admin URL from /brokers/ids/<id> (cached up to `max_age` seconds)."""
     cached = _discovered.get(zookeeper_connect)
-    if cached and time.monotonic() - cached[0] < DISCOVERY_TTL_S:
+    if cached and time.monotonic() - cached[0] < max_age:
         return cached[1]
     from kazoo.client import KazooClient
 
@@ -70,6 +74,15 @@ class AdminApi:
             self._endpoints = configured
         return self._endpoints
 
+    def rediscover(self) -> None:
+        """Forget discovered endpoints after a failure (a restarted broker may have moved);
+        ZooKeeper is asked again at most every REDISCOVERY_AFTER_FAILURE_S."""
+        if self.cluster.admin_endpoints or not self.cluster.zookeeper_connect:
+            return
+        self._endpoints = discover_from_zookeeper(
+            self.cluster.zookeeper_connect, REDISCOVERY_AFTER_FAILURE_S
+        )
+
     @property
     def available(self) -> bool:
         return bool(self.endpoints())
@@ -79,7 +92,9 @@ class AdminApi:
     ) -> dict[str, Any]:
         base = self.endpoints().get(broker_id)
         if base is None:
-            raise AdminApiError(404, f"no admin API endpoint known for broker {broker_id}")
+            raise AdminApiError(
+                404, f"no admin API endpoint known for broker {broker_id}", unreachable=True
+            )
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(base.rstrip("/") + path, data=data, method=method)
         request.add_header("Accept", "application/json")
@@ -97,7 +112,9 @@ class AdminApi:
                 message = exc.reason
             raise AdminApiError(exc.code, f"broker {broker_id} admin API: {message}") from None
         except (OSError, ValueError) as exc:
-            raise AdminApiError(503, f"broker {broker_id} admin API unreachable: {exc}") from None
+            raise AdminApiError(
+                503, f"broker {broker_id} admin API unreachable: {exc}", unreachable=True
+            ) from None
 
     def get(self, broker_id: int, path: str) -> dict[str, Any]:
         return self.request(broker_id, "GET", path)
@@ -106,6 +123,15 @@ class AdminApi:
         return await asyncio.to_thread(self.get, broker_id, path)
 
     # The calls the platform makes -------------------------------------------------------
+    def health(self, broker_id: int) -> dict[str, Any]:
+        """/v1/health; a 503 (starting, ZooKeeper session down) is an answer, not an error."""
+        try:
+            return self.get(broker_id, "/v1/health")
+        except AdminApiError as exc:
+            if exc.unreachable or exc.status != 503:
+                raise
+            return {"status": "unavailable", "broker_id": broker_id}
+
     def partition(self, broker_id: int, topic: str, partition: int) -> dict[str, Any]:
         return self.get(broker_id, f"/v1/partitions/{_q(topic)}/{partition}")
 

@@ -17,21 +17,52 @@ from .admin_api import AdminApi, AdminApiError
 from .kafka import EARLIEST, LATEST, KafkaOps
 
 TOPICS_SHOWN = 200
+PROBLEMS_SHOWN = 100
+UNREACHABLE = "unreachable"
 
 
-def overview(metadata) -> dict[str, Any]:
-    """Brokers up or down, controller, topic and partition counts, URP and offline; the
-    first topic names (the page lists a bounded number; the API paginates)."""
-    known = set(metadata.brokers)
-    under_replicated = offline = partitions = 0
+def overview(
+    metadata, admin_states: dict[int, str] | None = None, known_brokers=()
+) -> dict[str, Any]:
+    """Brokers up or down, controller, topic and partition counts, under-replicated and
+    offline partitions (counted, and the first PROBLEMS_SHOWN listed); the first topic names
+    (the page lists a bounded number; the API paginates).
+
+    `admin_states` is each broker's admin API answer (/v1/health status, or "unreachable"):
+    a broker is up when it is registered and, if its admin API is known, answers it. A
+    broker killed outright stays registered until its ZooKeeper session expires; its admin
+    API stops answering at once. `known_brokers` keeps brokers seen before in the list.
+    """
+    admin_states = admin_states or {}
+    known = set(metadata.brokers) | set(admin_states) | set(known_brokers)
     for topic in metadata.topics.values():
         for p in topic.partitions.values():
-            partitions += 1
             known.update(p.replicas)
-            if p.leader < 0 or p.leader not in metadata.brokers:
+    up = {b for b in metadata.brokers if admin_states.get(b) != UNREACHABLE}
+    under_replicated = offline = partitions = 0
+    problems = []
+    for name in sorted(metadata.topics):
+        for pid, p in sorted(metadata.topics[name].partitions.items()):
+            partitions += 1
+            if p.leader < 0 or p.leader not in up:
                 offline += 1
+                state = "offline"
             elif len(p.isr) < len(p.replicas):
                 under_replicated += 1
+                state = "under-replicated"
+            else:
+                continue
+            if len(problems) < PROBLEMS_SHOWN:
+                problems.append(
+                    {
+                        "topic_name": name,
+                        "partition_id": pid,
+                        "leader": p.leader if p.leader >= 0 else None,
+                        "replicas": list(p.replicas),
+                        "isr": list(p.isr),
+                        "state": state,
+                    }
+                )
     brokers = []
     for broker_id in sorted(known):
         info = metadata.brokers.get(broker_id)
@@ -40,8 +71,9 @@ def overview(metadata) -> dict[str, Any]:
                 "broker_id": broker_id,
                 "address": info.address if info else None,
                 "rack": info.rack if info else None,
-                "up": info is not None,
+                "up": broker_id in up,
                 "is_controller": broker_id == metadata.controller_id,
+                "admin_state": admin_states.get(broker_id),
             }
         )
     return {
@@ -54,9 +86,36 @@ def overview(metadata) -> dict[str, Any]:
         "partition_count": partitions,
         "under_replicated_partitions": under_replicated,
         "offline_partitions": offline,
+        "problem_partitions": problems,
         "topics": sorted(metadata.topics)[:TOPICS_SHOWN],
         "taken_at_ms": int(time.time() * 1000),
     }
+
+
+async def admin_states(admin: AdminApi | None, broker_ids) -> dict[int, str]:
+    """Every broker's /v1/health status, or UNREACHABLE; {} without an admin API."""
+    if admin is None or not await asyncio.to_thread(lambda: admin.available):
+        return {}
+    ids = sorted(set(broker_ids) | set(admin.endpoints()))
+
+    async def ask(broker_id: int) -> str:
+        try:
+            answer = await asyncio.to_thread(admin.health, broker_id)
+        except AdminApiError as exc:
+            return UNREACHABLE if exc.unreachable else f"error {exc.status}"
+        return str(answer.get("status", "ok"))
+
+    states = dict(zip(ids, await asyncio.gather(*(ask(b) for b in ids)), strict=True))
+    if UNREACHABLE in states.values():
+        await asyncio.to_thread(admin.rediscover)  # a restarted broker may have moved
+    return states
+
+
+async def cluster_overview(ops: KafkaOps, admin: AdminApi | None, known_brokers=()) -> dict:
+    """The overview from fresh metadata and every broker's admin API."""
+    metadata = await ops.refresh()
+    states = await admin_states(admin, metadata.brokers)
+    return overview(metadata, states, known_brokers)
 
 
 def _value(result):
@@ -64,7 +123,13 @@ def _value(result):
 
 
 async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) -> list[dict]:
-    """Per partition: leader, epoch, replicas, ISR, HW, log start, and per replica LEO/size."""
+    """Per partition: leader, epoch, replicas, ISR, HW, log start, and per replica LEO/size.
+
+    Every replica's broker is asked over its admin API: the leader's answer gives the live
+    ISR and epoch (before the controller has spread them) and what it knows of followers'
+    LEO; a follower's own answer gives its LEO and size. A broker that does not answer is
+    marked down, never an error.
+    """
     metadata = await ops.refresh([topic])
     info = metadata.topics.get(topic)
     if info is None:
@@ -73,58 +138,72 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
     high, low = await asyncio.gather(
         ops.list_offsets(topic, ids, LATEST), ops.list_offsets(topic, ids, EARLIEST)
     )
-    replica_views = await _replica_views(admin, metadata, topic, info) if admin else {}
+    views, unreachable = await _replica_views(admin, topic, info) if admin else ({}, set())
+    up = set(metadata.brokers) - unreachable
     partitions = []
     for pid in ids:
         p = info.partitions[pid]
+        led = views.get(p.leader, {}).get(pid)
+        led = led if led and led.get("is_leader") else None
+        isr = list(led["isr"]) if led else list(p.isr)
+        from_leader = {r["broker_id"]: r for r in (led or {}).get("replicas", [])}
         replicas = []
         for broker_id in p.replicas:
-            view = replica_views.get(broker_id, {}).get(pid)
+            own = views.get(broker_id, {}).get(pid)
+            own = own if own and own.get("status") == "online" else None
+            known = from_leader.get(broker_id, {})
+            leo = own["log_end_offset"] if own else known.get("log_end_offset")
             replicas.append(
                 {
                     "broker_id": broker_id,
                     "is_leader": broker_id == p.leader,
-                    "in_sync": broker_id in p.isr,
-                    "up": broker_id in metadata.brokers,
-                    "log_end_offset": view.get("log_end_offset") if view else None,
-                    "size_bytes": view.get("size_bytes") if view else None,
+                    "in_sync": broker_id in isr,
+                    "up": broker_id in up,
+                    "log_end_offset": leo,
+                    "lag": known.get("lag"),
+                    "size_bytes": own.get("size_bytes") if own else None,
                 }
             )
         leader_size = next((r["size_bytes"] for r in replicas if r["is_leader"]), None)
+        hw = _value(high[pid])
         partitions.append(
             {
                 "partition_id": pid,
                 "leader": p.leader if p.leader >= 0 else None,
-                "leader_epoch": p.leader_epoch,
+                "leader_epoch": led["leader_epoch"] if led else p.leader_epoch,
                 "replicas": replicas,
-                "isr": list(p.isr),
-                "high_watermark": _value(high[pid]),
+                "isr": isr,
+                "high_watermark": hw if hw is not None else (led or {}).get("high_watermark"),
                 "log_start_offset": _value(low[pid]),
                 "size_bytes": leader_size,
-                "under_replicated": len(p.isr) < len(p.replicas),
-                "offline": p.leader < 0 or p.leader not in metadata.brokers,
+                "under_replicated": len(isr) < len(p.replicas),
+                "offline": p.leader < 0 or p.leader not in up,
             }
         )
     return partitions
 
 
-async def _replica_views(admin: AdminApi, metadata, topic: str, info) -> dict[int, dict]:
-    """broker id -> partition id -> that broker's own view of its replica (admin API)."""
-    brokers = sorted(
-        {b for p in info.partitions.values() for b in p.replicas if b in metadata.brokers}
-    )
+async def _replica_views(admin: AdminApi, topic: str, info) -> tuple[dict[int, dict], set[int]]:
+    """(broker id -> partition id -> that broker's view of its replica, the brokers whose
+    admin API did not answer), asking every replica's broker at once."""
+    if not await asyncio.to_thread(lambda: admin.available):
+        return {}, set()
+    brokers = sorted({b for p in info.partitions.values() for b in p.replicas})
+    unreachable: set[int] = set()
 
     async def ask(broker_id: int) -> dict[int, dict]:
         try:
             answer = await asyncio.to_thread(admin.topic_partitions, broker_id, topic)
-        except AdminApiError:
+        except AdminApiError as exc:
+            if exc.unreachable:
+                unreachable.add(broker_id)
             return {}
         return {int(v["partition"]): v for v in answer.get("partitions", [])}
 
-    if not await asyncio.to_thread(lambda: admin.available):
-        return {}
     views = await asyncio.gather(*(ask(b) for b in brokers))
-    return dict(zip(brokers, views, strict=True))
+    if unreachable:
+        await asyncio.to_thread(admin.rediscover)
+    return dict(zip(brokers, views, strict=True)), unreachable
 
 
 async def partition_segments(ops: KafkaOps, admin: AdminApi, topic: str, partition: int) -> dict:

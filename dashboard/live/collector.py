@@ -32,6 +32,8 @@ from dashboard.core.models import Cluster
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0
+# A collector round must not wait on a hung broker: its admin API answers fast or is down.
+ADMIN_TIMEOUT_S = 2.0
 # A watch: ("topic", name), ("group", id) or ("segments", "topic\0partition").
 Watch = tuple[str, str]
 
@@ -86,6 +88,7 @@ class ClusterCollector:
         self.subscribers = 0
         self.latest_overview: dict[str, Any] | None = None
         self.latest: dict[Watch, dict[str, Any]] = {}
+        self.known_brokers: set[int] = set()  # once seen, a broker stays listed (as down)
         self._task: asyncio.Task | None = None
         self._stop_timer: asyncio.TimerHandle | None = None
 
@@ -109,7 +112,7 @@ class ClusterCollector:
     async def run(self) -> None:
         layer = get_channel_layer()
         cluster = await database_sync_to_async(Cluster.objects.get)(name=self.cluster_name)
-        admin = AdminApi(cluster)
+        admin = AdminApi(cluster, timeout=ADMIN_TIMEOUT_S)
         client = kafka_client(cluster)
         ops = KafkaOps(client)
         try:
@@ -124,8 +127,8 @@ class ClusterCollector:
 
     async def collect_once(self, ops: KafkaOps, admin: AdminApi, layer) -> None:
         try:
-            metadata = await ops.refresh()
-            overview = snapshots.overview(metadata)
+            overview = await snapshots.cluster_overview(ops, admin, self.known_brokers)
+            self.known_brokers.update(b["broker_id"] for b in overview["brokers"])
             overview["error"] = None
         except KafkaClientError as exc:
             overview = {**(self.latest_overview or {}), "error": f"cluster unreachable: {exc}"}

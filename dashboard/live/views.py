@@ -48,7 +48,8 @@ def overview(request, cluster_id: str | None = None):
     snapshot, error = None, None
     if cluster is not None:
         try:
-            snapshot = snapshots.overview(with_cluster(cluster, lambda ops: ops.refresh()))
+            admin = AdminApi(cluster, timeout=2.0)
+            snapshot = with_cluster(cluster, lambda ops: snapshots.cluster_overview(ops, admin))
         except KafkaClientError as exc:
             error = f"cluster unreachable: {exc}"
     return render(

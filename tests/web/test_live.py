@@ -49,6 +49,7 @@ async def test_overview_snapshot_is_pushed_after_a_topic_is_created(
             "rack": None,
             "up": True,
             "is_controller": True,
+            "admin_state": "ok",  # its admin API answers /v1/health
         }
     ]
     assert before["controller_id"] == 1

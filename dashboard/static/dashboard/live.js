@@ -31,8 +31,26 @@
     if (brokers && data.brokers) {
       brokers.replaceChildren(...data.brokers.map((b) => {
         const row = el("tr");
+        row.dataset.broker = b.broker_id;
         row.append(el("td", b.broker_id), el("td", b.address || ""), el("td", b.rack || ""),
-          el("td", b.up ? "up" : "down", b.up ? "up" : "down"), el("td", b.is_controller ? "●" : ""));
+          el("td", b.up ? "up" : "down", b.up ? "state up" : "state down"),
+          el("td", text(b.admin_state)), el("td", b.is_controller ? "●" : ""));
+        return row;
+      }));
+    }
+    const problems = document.querySelector("#problems tbody");
+    if (problems && data.problem_partitions) {
+      const cluster = data.cluster_id;
+      problems.replaceChildren(...data.problem_partitions.map((p) => {
+        const row = el("tr");
+        row.dataset.partition = `${p.topic_name}:${p.partition_id}`;
+        const topic = el("td");
+        const link = el("a", p.topic_name);
+        link.href = `/clusters/${encodeURIComponent(cluster)}/topics/${encodeURIComponent(p.topic_name)}/`;
+        topic.append(link);
+        row.append(topic, el("td", p.partition_id), el("td", p.leader ?? "none"),
+          el("td", p.replicas.join(", ")), el("td", p.isr.join(", "), "isr"),
+          el("td", p.state, "state"));
         return row;
       }));
     }
@@ -58,17 +76,23 @@
       row.dataset.partition = p.partition_id;
       const leo = el("td", undefined, "leo");
       p.replicas.forEach((r) => {
-        const cls = "replica" + (r.is_leader ? " leader" : "") + (r.in_sync ? "" : " out");
-        leo.append(el("span", `${r.broker_id}: ${r.log_end_offset ?? "?"}`, cls), " ");
+        const cls = "replica" + (r.is_leader ? " leader" : "") + (r.in_sync ? "" : " out") +
+          (r.up ? "" : " down");
+        const label = `${r.broker_id}: ${r.log_end_offset ?? "?"}` + (r.up ? "" : " (down)");
+        const span = el("span", label, cls);
+        span.dataset.broker = r.broker_id;
+        leo.append(span, " ");
       });
       const state = p.offline ? "offline" : p.under_replicated ? "under-replicated" : "ok";
       const id = el("td");
       const link = el("a", p.partition_id);
       link.href = `${location.pathname}partitions/${p.partition_id}/segments/`;
       id.append(link);
-      row.append(id, el("td", p.leader ?? "none"), el("td", p.leader_epoch),
-        el("td", p.isr.join(", ")), el("td", text(p.log_start_offset)),
-        el("td", text(p.high_watermark), "hw"), leo, el("td", p.size_bytes ?? "?"), el("td", state));
+      row.append(id, el("td", p.leader ?? "none", "leader"), el("td", p.leader_epoch),
+        el("td", p.replicas.map((r) => r.broker_id).join(", "), "replicas"),
+        el("td", p.isr.join(", "), "isr"), el("td", text(p.log_start_offset)),
+        el("td", text(p.high_watermark), "hw"), leo, el("td", p.size_bytes ?? "?"),
+        el("td", state, "state"));
       return row;
     }));
   }
