@@ -114,7 +114,7 @@ async def admin_states(admin: AdminApi | None, broker_ids) -> dict[int, str]:
 async def cluster_overview(ops: KafkaOps, admin: AdminApi | None, known_brokers=()) -> dict:
     """The overview from fresh metadata and every broker's admin API."""
     metadata = await ops.refresh()
-    states = await admin_states(admin, metadata.brokers)
+    states = await admin_states(admin, {*metadata.brokers, *known_brokers})
     return overview(metadata, states, known_brokers)
 
 
@@ -153,6 +153,8 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
             own = own if own and own.get("status") == "online" else None
             known = from_leader.get(broker_id, {})
             leo = own["log_end_offset"] if own else known.get("log_end_offset")
+            if leo is not None and leo < 0:
+                leo = None  # a new leader knows no follower's LEO until it fetches (-1)
             replicas.append(
                 {
                     "broker_id": broker_id,
@@ -160,7 +162,7 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
                     "in_sync": broker_id in isr,
                     "up": broker_id in up,
                     "log_end_offset": leo,
-                    "lag": known.get("lag"),
+                    "lag": known.get("lag") if leo is not None else None,
                     "size_bytes": own.get("size_bytes") if own else None,
                 }
             )

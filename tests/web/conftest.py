@@ -4,6 +4,7 @@ users with roles and API tokens, and a live daphne serving the dashboard.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -159,20 +160,12 @@ def _manage(env: dict, *args: str) -> str:
     return result.stdout
 
 
-@pytest.fixture(scope="session")
-def live_dashboard(zookeeper, tmp_path_factory, redis_server):
-    """daphne serving dashboard.asgi on a free port, with its own SQLite file and broker,
-    set up the way `make run` does it (migrate, bootstrap_admin, register_cluster)."""
-    from tests.conftest import new_broker
-
-    # No cleaner thread: compaction happens when the maintenance page asks for it.
-    broker = new_broker(
-        zookeeper,
-        tmp_path_factory,
-        num_partitions="3",
-        group_initial_rebalance_delay_ms="0",
-        log_cleaner_enable="false",
-    ).start()
+@contextlib.contextmanager
+def running_dashboard(
+    tmp_path_factory, redis_server, bootstrap: str, zookeeper_connect: str, token_ref: str
+):
+    """daphne serving dashboard.asgi on a free port, with its own SQLite file, set up the way
+    `make run` does it (migrate, bootstrap_admin, register_cluster `local`)."""
     var = tmp_path_factory.mktemp("dashboard-var")
     env = {
         **os.environ,
@@ -190,11 +183,11 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
         "register_cluster",
         "local",
         "--bootstrap-servers",
-        broker.bootstrap,
+        bootstrap,
         "--zookeeper-connect",
-        broker.props["zookeeper.connect"],
+        zookeeper_connect,
         "--admin-token-ref",
-        broker_admin_token_ref(broker),
+        token_ref,
     )
     token = _manage(env, "drf_create_token", "admin").split()[2]
     port = free_port()
@@ -225,7 +218,7 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
             password=password,
             token=token,
             cluster="local",
-            broker=broker,
+            broker=None,
             log_path=log_path,
             env=env,
         )
@@ -236,6 +229,32 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def live_dashboard(zookeeper, tmp_path_factory, redis_server):
+    """A live dashboard on its own broker (see running_dashboard)."""
+    from tests.conftest import new_broker
+
+    # No cleaner thread: compaction happens when the maintenance page asks for it.
+    broker = new_broker(
+        zookeeper,
+        tmp_path_factory,
+        num_partitions="3",
+        group_initial_rebalance_delay_ms="0",
+        log_cleaner_enable="false",
+    ).start()
+    try:
+        with running_dashboard(
+            tmp_path_factory,
+            redis_server,
+            broker.bootstrap,
+            broker.props["zookeeper.connect"],
+            broker_admin_token_ref(broker),
+        ) as dashboard:
+            dashboard.broker = broker
+            yield dashboard
+    finally:
         broker.kill()
 
 

@@ -34,7 +34,7 @@
         row.dataset.broker = b.broker_id;
         row.append(el("td", b.broker_id), el("td", b.address || ""), el("td", b.rack || ""),
           el("td", b.up ? "up" : "down", b.up ? "state up" : "state down"),
-          el("td", text(b.admin_state)), el("td", b.is_controller ? "●" : ""));
+          el("td", text(b.admin_state), "admin"), el("td", b.is_controller ? "●" : ""));
         return row;
       }));
     }
