@@ -61,6 +61,7 @@ class GroupCoordinator:
         self.retention_ms = config.get("offsets.retention.minutes") * 60_000
         self.retention_check_ms = config.get("offsets.retention.check.interval.ms")
         self.metadata_max_bytes = config.get("offset.metadata.max.bytes")
+        self.commit_timeout_ms = config.get("offsets.commit.timeout.ms")
         self.groups: dict[str, Group] = {}
         self.owned: set[int] = set()  # loaded __consumer_offsets partitions
         self.loading: set[int] = set()
@@ -234,30 +235,51 @@ class GroupCoordinator:
         return E.none
 
     # Writing to __consumer_offsets ------------------------------------------------------------
-    async def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
-        """Append records to the group's partition; NONE or the error the client gets."""
+    async def _append(
+        self, group_id: str, records: list[tuple[bytes, bytes | None]], group_write: bool = False
+    ) -> int:
+        """Append records to the group's partition and wait until its ISR has them (acks=all,
+        up to offsets.commit.timeout.ms): a commit acknowledged here survives a coordinator
+        failover. NONE or the error the client gets, mapped as Kafka's GroupMetadataManager
+        does; `group_write` (group metadata rather than offsets) answers a timeout with
+        REBALANCE_IN_PROGRESS so members rejoin."""
         partition = self.partition_for(group_id)
+        replicas = self.broker.replicas
         try:
-            leader = self.broker.replicas.leader(offsets_topic.TOPIC, partition)
+            leader = replicas.leader(offsets_topic.TOPIC, partition)
             timestamp = now_ms()
             batch = build_batch([SimpleRecord(value, key, (), timestamp) for key, value in records])
-            self.broker.replicas.append(leader, bytes(batch), acks=-1)
-        except Exception as exc:  # noqa: BLE001 - mapped to what Kafka answers
+            info = replicas.append(leader, bytes(batch), acks=-1)
+            code = await replicas.wait_for_replication(
+                leader, info.last_offset + 1, self.commit_timeout_ms / 1000
+            )
+        except KafkaError as exc:
             code = error_code_of(exc)
-            if code in (E.not_leader_or_follower, E.kafka_storage_error):
-                return E.not_coordinator
-            if code in (
-                E.unknown_topic_or_partition,
-                E.not_enough_replicas,
-                E.not_enough_replicas_after_append,
-                E.request_timed_out,
-            ):
-                return E.coordinator_not_available
-            if code in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
-                return E.invalid_commit_offset_size
+        except Exception:  # noqa: BLE001 - the client gets UNKNOWN_SERVER_ERROR
             log.exception("appending to %s-%d failed", offsets_topic.TOPIC, partition)
             return E.unknown_server_error
-        return E.none
+        if code == E.none:
+            return E.none
+        log.info(
+            "write for group %s to %s-%d failed: %s",
+            group_id,
+            offsets_topic.TOPIC,
+            partition,
+            ErrorCode(code).name,
+        )
+        if code in (E.not_leader_or_follower, E.kafka_storage_error):
+            return E.not_coordinator
+        if code in (
+            E.unknown_topic_or_partition,
+            E.not_enough_replicas,
+            E.not_enough_replicas_after_append,
+        ):
+            return E.coordinator_not_available
+        if code == E.request_timed_out:
+            return E.rebalance_in_progress if group_write else E.request_timed_out
+        if code in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+            return E.unknown_server_error if group_write else E.invalid_commit_offset_size
+        return code
 
     async def _store_group(self, group: Group, assignments: dict[str, bytes] | None = None):
         value = group.to_record()
@@ -267,6 +289,7 @@ class GroupCoordinator:
         return await self._append(
             group.group_id,
             [(offsets_topic.group_key(group.group_id), offsets_topic.group_value(value))],
+            group_write=True,
         )
 
     # Heartbeat timers -----------------------------------------------------------------
