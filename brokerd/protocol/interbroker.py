@@ -1,9 +1,11 @@
-"""Controller-to-broker requests kio no longer ships: LeaderAndIsr (4), StopReplica (5) and
-UpdateMetadata (6), written in kio's schema style so kio's reader and writer handle them.
+"""Controller-to-broker requests kio no longer ships: LeaderAndIsr (4), StopReplica (5),
+UpdateMetadata (6) and ControlledShutdown (7, broker to controller), written in kio's schema
+style so kio's reader and writer handle them.
 
 Kafka 4 dropped these ZooKeeper-era APIs from its message definitions, and kio follows it.
 The layouts are those of Kafka 2.4-3.x's JSON definitions at one flexible version each
-(LeaderAndIsr v4, StopReplica v3, UpdateMetadata v6), which is all the controller sends.
+(LeaderAndIsr v4, StopReplica v3, UpdateMetadata v6, ControlledShutdown v3), which is all
+the controller and a stopping broker send.
 No `from __future__ import annotations`: kio's native reader resolves the field types.
 """
 
@@ -16,6 +18,8 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.schema.types import BrokerId, TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
+
+from . import produce_legacy
 
 
 def _int32(default=None):
@@ -252,12 +256,50 @@ class UpdateMetadataResponse:
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
+# ControlledShutdown v3 --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(7)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    broker_id: BrokerId = _int32()
+    broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownRemainingPartition:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(7)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    topic_name: TopicName = field(metadata={"kafka_type": "string"})
+    partition_index: i32 = _int32()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(7)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    remaining_partitions: tuple[ControlledShutdownRemainingPartition, ...]
+
+
 # api key -> name, and {version: (request, response)} ---------------------------------------
-NAMES = {4: "leader_and_isr", 5: "stop_replica", 6: "update_metadata"}
+NAMES = {4: "leader_and_isr", 5: "stop_replica", 6: "update_metadata", 7: "controlled_shutdown"}
 SCHEMAS = {
+    0: produce_legacy.SCHEMAS,  # Produce v0-v2 (v3+ from kio)
     4: {4: (LeaderAndIsrRequest, LeaderAndIsrResponse)},
     5: {3: (StopReplicaRequest, StopReplicaResponse)},
     6: {6: (UpdateMetadataRequest, UpdateMetadataResponse)},
+    7: {3: (ControlledShutdownRequest, ControlledShutdownResponse)},
 }
 
 

@@ -15,6 +15,8 @@ from typing import Any
 from kio.index import load_payload_module
 from kio.static.constants import EntityType
 
+from . import produce_legacy
+
 NO_THROTTLE = datetime.timedelta(0)
 
 
@@ -34,6 +36,8 @@ def has_field(cls: type, name: str) -> bool:
 
 
 def response_module(api_key: int, api_version: int) -> ModuleType:
+    if api_key == 0 and api_version in produce_legacy.RESPONSE_MODULES:
+        return produce_legacy.RESPONSE_MODULES[api_version]
     return load_payload_module(api_key, api_version, EntityType.response)
 
 

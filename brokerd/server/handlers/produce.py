@@ -2,6 +2,9 @@
 
 The log validates batches (CRC, counts, max.message.bytes, keys on compacted topics,
 LogAppendTime) and up-converts v0/v1 message sets; this handler routes and reports.
+Versions 0-2 (schemas in brokerd/protocol/produce_legacy.py) carry those message sets and
+get the older response shapes, which `build` fills from the same fields. zstd needs v7+,
+as in Kafka (a client that negotiated less cannot expect it to be read back).
 """
 
 from __future__ import annotations
@@ -21,6 +24,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VALID_ACKS = (-1, 0, 1)
+ZSTD_MIN_VERSION = 7
+ZSTD = 4
+
+
+def _has_zstd_batch(records: bytes) -> bool:
+    """Whether any v2 batch header says zstd (legacy message sets cannot hold it)."""
+    position = 0
+    while position + 23 <= len(records):
+        length = int.from_bytes(records[position + 8 : position + 12], "big", signed=True)
+        if records[position + 16] == 2 and records[position + 22] & 0x07 == ZSTD:
+            return True
+        if length <= 0:
+            return False  # the log reports the corruption
+        position += 12 + length
+    return False
 
 
 def _log_append_time(ms: int) -> datetime.datetime | None:
@@ -40,7 +58,9 @@ async def handle_produce(broker, request: Request):
     for topic_data in body.topic_data:
         partitions = []
         for partition_data in topic_data.partition_data:
-            fields, flush = _append(broker, topic_data.name, partition_data, acks)
+            fields, flush = _append(
+                broker, topic_data.name, partition_data, acks, request.api_version
+            )
             partitions.append(fields)
             if flush is not None:
                 to_flush.append((fields, *flush))
@@ -90,7 +110,9 @@ def _flush(to_flush: list[tuple[dict, Log, int]]) -> None:
             fields["error_message"] = f"fsync failed: {exc}"
 
 
-def _append(broker, topic: str, partition_data, acks: int) -> tuple[dict, tuple | None]:
+def _append(
+    broker, topic: str, partition_data, acks: int, version: int
+) -> tuple[dict, tuple | None]:
     """The partition's response fields, and (log, offset) when an fsync is due first."""
     fields = {
         "index": partition_data.index,
@@ -106,6 +128,11 @@ def _append(broker, topic: str, partition_data, acks: int) -> tuple[dict, tuple 
             raise KafkaError(ErrorCode.invalid_required_acks)
         if not partition_data.records:
             raise KafkaError(ErrorCode.corrupt_message, "empty record set")
+        if version < ZSTD_MIN_VERSION and _has_zstd_batch(partition_data.records):
+            raise KafkaError(
+                ErrorCode.unsupported_compression_type,
+                f"zstd needs Produce v{ZSTD_MIN_VERSION}+, this request is v{version}",
+            )
         leader = broker.replicas.leader(topic, partition_data.index)
         # On the loop, no await before it: pipelined requests append in arrival order,
         # which idempotent producers (up to 5 in flight) rely on. A write is short.
