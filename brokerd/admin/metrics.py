@@ -211,6 +211,11 @@ class BrokerStateCollector:
             "1 when this broker is the active controller",
             1 if broker.controller.is_active else 0,
         )
+        yield CounterMetricFamily(
+            "brokerd_zookeeper_reads",
+            "ZooKeeper reads (get, children, exists) this broker has sent",
+            value=broker.zk.reads,
+        )
         yield from _cleaner_metrics(broker)
 
 

@@ -1,13 +1,19 @@
 """The broker's view of the cluster, read from ZooKeeper: brokers, topics, partition states.
 
-Kafka brokers learn this from the controller's UpdateMetadata; until the controller exists,
-each broker reads the znodes itself and refreshes on watches. Handlers read this cache only.
+Partition states are kept current by the controller (LeaderAndIsr, UpdateMetadata); the
+znodes are read when a topic is first seen, and again only for that topic. A change of
+/brokers/topics reads just the added topics (and drops the removed ones), so the cost of a
+change follows what changed, never the number of topics. Per-topic watches cover what the
+controller does not push: a topic's assignment (CreatePartitions), its config
+(/config/topics/<t>), and partition states not yet written when the topic was first read.
+Handlers read this cache only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import zk
@@ -37,9 +43,16 @@ class MetadataCache:
         self.controller_id: int = -1
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
-        self.listeners: list = []  # callables(topic names changed)
+        self.listeners: list = []  # callables() after topics, partitions or states appeared
         self.controller_listeners: list = []  # callables() after /controller was re-read
+        self.config_listeners: list = []  # callables(topic) after a topic's config changed
         self._refresh_lock = asyncio.Lock()
+        self._armed: set[str] = set()  # paths with a pending watch of ours
+        self._names_running = False
+        self._names_dirty = False
+        self._session_lost = False
+        zk_client.callbacks.on_lost.append(self._on_session_lost)
+        zk_client.callbacks.on_connected.append(self._on_connected)
 
     # Loading ----------------------------------------------------------------------------
     async def load(self) -> None:
@@ -69,47 +82,210 @@ class MetadataCache:
         self._spawn(self.refresh_controller())
 
     async def refresh_topics(self) -> None:
-        names = await self.zk.children(zk.BROKER_TOPICS, watch=self._topics_changed)
-        deleting = set(await self.zk.children(zk.DELETE_TOPICS))
+        """Everything from ZooKeeper again: start-up, controller failover, a new session."""
+        names = await self._topic_names()
+        await self._mark_deletions()
         for gone in set(self.topics) - set(names):
-            del self.topics[gone]
+            await self._drop_if_gone(gone)
         for name in names:
             await self.refresh_topic(name)
-            if name in self.topics:
-                self.topics[name].marked_for_deletion = name in deleting
-        for listener in self.listeners:
-            listener()
+        self._notify()
 
-    def _topics_changed(self, *_: object) -> None:
-        self._spawn(self.refresh_topics())
+    async def _topic_names(self) -> list[str]:
+        return await self._children_watched(zk.BROKER_TOPICS)
+
+    def _on_topic_names_changed(self) -> None:
+        if self._names_running:
+            self._names_dirty = True  # the running pass lists the names once more
+            return
+        self._spawn(self._sync_topic_names())
+
+    async def _sync_topic_names(self) -> None:
+        """Read the topics added since the last look and drop the removed ones."""
+        self._names_running = True
+        try:
+            while True:
+                self._names_dirty = False
+                names = await self._topic_names()
+                added = [n for n in names if n not in self.topics]
+                for gone in set(self.topics) - set(names):
+                    await self._drop_if_gone(gone)
+                for name in added:
+                    if name not in self.topics:  # CreateTopics may have read it meanwhile
+                        await self.refresh_topic(name)
+                await self._mark_deletions()
+                self._notify()
+                if not self._names_dirty:
+                    return
+        finally:
+            self._names_running = False
+
+    async def _drop_if_gone(self, name: str) -> None:
+        # The listing may predate a topic CreateTopics read since: only a missing znode drops.
+        if not await self.zk.exists(zk.topic_path(name)):
+            self.topics.pop(name, None)
+
+    async def _mark_deletions(self) -> None:
+        deleting = set(await self._children_watched(zk.DELETE_TOPICS))
+        for info in self.topics.values():
+            info.marked_for_deletion = info.name in deleting
+
+    def _on_deletions_changed(self) -> None:
+        self._spawn(self._deletions_changed())
+
+    async def _deletions_changed(self) -> None:
+        await self._mark_deletions()
+        self._notify()  # the controller carries out deletions asked of other brokers
 
     async def refresh_topic(self, name: str) -> TopicInfo | None:
-        # Serialised: a watch-triggered refresh that read older znodes must not land after
-        # (and overwrite) one that read newer ones.
+        """One topic's znodes, read again (its assignment, partition states and config)."""
+        # Serialised: a refresh that read older znodes must not land after (and overwrite)
+        # one that read newer ones.
         async with self._refresh_lock:
             return await self._refresh_topic(name)
 
     async def _refresh_topic(self, name: str) -> TopicInfo | None:
-        found = await self.zk.get_json(zk.topic_path(name))
+        found = await self._get_watched(zk.topic_path(name))
         if found is None:
             self.topics.pop(name, None)
             return None
         data = found[0]
-        topic_id = data.get("topic_id") or zk.new_kafka_uuid()  # pre-2.8 topics have none
-        assignment = {int(p): [int(r) for r in rs] for p, rs in data["partitions"].items()}
-        info = TopicInfo(name, topic_id, assignment)
-        for partition in assignment:
-            state = await self.zk.get_json(zk.partition_state_path(name, partition))
-            if state is not None:
-                info.states[partition] = PartitionState.from_json(state[0], state[1])
-        config = await self.zk.get_json(zk.topic_config_path(name))
-        if config is not None:
-            info.configs = {k: str(v) for k, v in (config[0].get("config") or {}).items()}
         previous = self.topics.get(name)
-        if previous is not None:
+        # Pre-2.8 topics have no id in ZooKeeper: theirs is made up once and kept.
+        topic_id = data.get("topic_id") or (previous.topic_id if previous else None)
+        info = TopicInfo(
+            name,
+            topic_id or zk.new_kafka_uuid(),
+            {int(p): [int(r) for r in rs] for p, rs in data["partitions"].items()},
+        )
+        if previous is not None and previous.topic_id == info.topic_id:
             info.marked_for_deletion = previous.marked_for_deletion
-        self.topics[name] = info
+            info.configs = previous.configs
+        for partition in info.assignment:
+            path = zk.partition_state_path(name, partition)
+            state = await self.zk.get_json(path)
+            if state is None and await self._exists_watched(path):  # written in between
+                state = await self.zk.get_json(path)
+            if state is not None:
+                _merge(info, partition, PartitionState.from_json(state[0], state[1]))
+        config = await self._get_watched(zk.topic_config_path(name), watch_creation=True)
+        if config is not None:
+            info.configs = _configs_of(config[0])
+        previous = self.topics.get(name)
+        if previous is not None and previous.topic_id == info.topic_id:
+            for partition, state in previous.states.items():  # UpdateMetadata meanwhile
+                if partition in info.assignment:
+                    _merge(info, partition, state)
+        self.topics[name] = info  # published whole: no half-read topic is ever seen
         return info
+
+    # Per-topic watches --------------------------------------------------------------------
+    def _arm(self, path: str) -> Callable | None:
+        """Our watch for `path`, or None when one is already pending (a watch fires once,
+        and one firing is all a change needs)."""
+        if path in self._armed:
+            return None
+        self._armed.add(path)
+
+        def fired(*_: object) -> None:
+            self._armed.discard(path)
+            self._spawn(self._watched_change(path))
+
+        return fired
+
+    async def _get_watched(self, path: str, watch_creation: bool = False):
+        """get_json with our watch; a missing node holds no data watch, so it is either
+        disarmed or (`watch_creation`) watched for its creation instead."""
+        watch = self._arm(path)
+        try:
+            found = await self.zk.get_json(path, watch=watch)
+            if found is None and watch is not None:
+                if watch_creation:
+                    if await self.zk.exists(path, watch=watch):  # created in between
+                        found = await self.zk.get_json(path)
+                else:
+                    self._armed.discard(path)
+        except BaseException:
+            self._armed.discard(path)
+            raise
+        return found
+
+    async def _children_watched(self, path: str) -> list[str]:
+        watch = self._arm(path)
+        try:
+            return await self.zk.children(path, watch=watch)
+        except BaseException:
+            self._armed.discard(path)
+            raise
+
+    async def _exists_watched(self, path: str) -> bool:
+        """Whether `path` exists, watched for its creation (a state the controller has not
+        written yet when the assignment was read)."""
+        watch = self._arm(path)
+        try:
+            return await self.zk.exists(path, watch=watch)
+        except BaseException:
+            self._armed.discard(path)
+            raise
+
+    async def _watched_change(self, path: str) -> None:
+        if path == zk.BROKER_TOPICS:
+            self._on_topic_names_changed()
+        elif path == zk.DELETE_TOPICS:
+            self._on_deletions_changed()
+        elif path.startswith("/config/topics/"):
+            await self._config_changed(path.rsplit("/", 1)[1])
+        elif path.endswith("/state"):
+            await self._state_created(path)
+        else:
+            await self._assignment_changed(path.rsplit("/", 1)[1])
+
+    async def _assignment_changed(self, name: str) -> None:
+        """/brokers/topics/<t> changed (new partitions) or went (the names watch drops it)."""
+        if name in self.topics:
+            await self.refresh_topic(name)
+            self._notify()
+
+    async def _config_changed(self, name: str) -> None:
+        if name not in self.topics:
+            return  # deleted: nothing to watch any more
+        found = await self._get_watched(zk.topic_config_path(name), watch_creation=True)
+        info = self.topics.get(name)
+        if info is None or found is None:
+            return
+        info.configs = _configs_of(found[0])
+        for listener in self.config_listeners:
+            listener(name)
+
+    async def _state_created(self, path: str) -> None:
+        parts = path.split("/")  # /brokers/topics/<t>/partitions/<p>/state
+        name, partition = parts[3], int(parts[5])
+        found = await self.zk.get_json(path)
+        info = self.topics.get(name)
+        if found is None or info is None:
+            return
+        self.merge_state(name, partition, PartitionState.from_json(found[0], found[1]))
+        self._notify()
+
+    def merge_state(self, topic: str, partition: int, state: PartitionState) -> None:
+        info = self.topics.get(topic)
+        if info is not None:
+            _merge(info, partition, state)
+
+    # A new ZooKeeper session has none of the old session's watches --------------------
+    def _on_session_lost(self) -> None:
+        self._session_lost = True
+
+    def _on_connected(self) -> None:
+        if self._session_lost:
+            self._session_lost = False
+            self._armed.clear()
+            self._spawn(self.load())
+
+    # Helpers ------------------------------------------------------------------------------
+    def _notify(self) -> None:
+        for listener in self.listeners:
+            listener()
 
     def _spawn(self, coroutine) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -125,6 +301,20 @@ class MetadataCache:
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         info = self.topics.get(topic)
         return info.states.get(partition) if info else None
+
+
+def _merge(info: TopicInfo, partition: int, state: PartitionState) -> None:
+    """Keep the newer of the cached and the given state (leader epoch, znode version)."""
+    cached = info.states.get(partition)
+    if cached is None or (state.leader_epoch, state.zk_version) >= (
+        cached.leader_epoch,
+        cached.zk_version,
+    ):
+        info.states[partition] = state
+
+
+def _configs_of(data: dict) -> dict[str, str]:
+    return {k: str(v) for k, v in (data.get("config") or {}).items()}
 
 
 def _log_failure(task) -> None:

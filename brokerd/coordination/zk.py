@@ -238,6 +238,7 @@ class ZkClient:
             command_retry=KazooRetry(max_tries=3, max_delay=1),
         )
         self._kazoo.add_listener(self._on_state)
+        self.reads = 0  # znode reads (get, children, exists) sent, for the metrics
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -286,6 +287,7 @@ class ZkClient:
 
     # Reads ------------------------------------------------------------------------------
     async def get(self, path: str, watch: Callable | None = None) -> tuple[bytes, int] | None:
+        self.reads += 1
         try:
             data, stat = await asyncio.to_thread(
                 self._kazoo.get, path, self._to_loop(watch) if watch else None
@@ -301,6 +303,7 @@ class ZkClient:
         return decode(found[0]), found[1]
 
     async def children(self, path: str, watch: Callable | None = None) -> list[str]:
+        self.reads += 1
         try:
             return await asyncio.to_thread(
                 self._kazoo.get_children, path, self._to_loop(watch) if watch else None
@@ -309,16 +312,21 @@ class ZkClient:
             return []
 
     async def ephemeral_owner(self, path: str) -> int | None:
+        self.reads += 1
         stat = await asyncio.to_thread(self._kazoo.exists, path)
         return stat.ephemeralOwner if stat is not None else None
 
     async def creation_zxid(self, path: str) -> int | None:
         """The czxid of a node: a broker that re-registered has a new one."""
+        self.reads += 1
         stat = await asyncio.to_thread(self._kazoo.exists, path)
         return stat.czxid if stat is not None else None
 
-    async def exists(self, path: str) -> bool:
-        return await asyncio.to_thread(self._kazoo.exists, path) is not None
+    async def exists(self, path: str, watch: Callable | None = None) -> bool:
+        """With `watch`: called when the node is created, changed or deleted."""
+        self.reads += 1
+        watcher = self._to_loop(watch) if watch else None
+        return await asyncio.to_thread(self._kazoo.exists, path, watcher) is not None
 
     # Writes -----------------------------------------------------------------------------
     async def create_json(

@@ -15,6 +15,7 @@ import logging
 from brokerd.admin import AdminServer, BrokerMetrics
 from brokerd.config import BrokerConfig
 from brokerd.coordination import zk
+from brokerd.coordination.controlled_shutdown import controlled_shutdown
 from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache
 from brokerd.coordination.producer_ids import ProducerIdManager
@@ -92,6 +93,7 @@ class Broker:
         await self._register()
         self.zk.callbacks.on_connected.append(self._on_zk_connected)
         self.metadata.listeners.append(self._on_topics_changed)
+        self.metadata.config_listeners.append(self.replicas.refresh_topic_config)
         self.controller.on_topic_deleted.append(self.replicas.delete_partitions)
         # Before any leadership (LeaderAndIsr may arrive during the election): led
         # __consumer_offsets partitions load.
@@ -106,6 +108,9 @@ class Broker:
         if self._stopping:
             return
         self._stopping = True
+        # Leadership moves away first, while this broker still serves (it may itself be
+        # the controller answering the request).
+        await controlled_shutdown(self)
         for listener in self.listeners:
             listener.stop_accepting()
         self.replicas.wake_all_waiters()
