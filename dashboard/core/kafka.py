@@ -1,53 +1,38 @@
 """What the platform asks of a cluster, over brokerd.client (the Kafka protocol).
 
-`KafkaOps` wraps one connected `brokerd.client` Cluster; every method is async so the live
-collector reuses one long-lived client, while request handlers call `with_cluster`, which
-opens a client for the duration of one request (no event-loop state shared across threads).
+`KafkaOps` wraps one connected `brokerd.client` Cluster and uses the client's admin,
+consumer and producer classes; every method is async. Request handlers and Celery tasks call
+`with_cluster`, which runs the operation on the process's one shared `SyncClient` for that
+cluster (connections and metadata reused across requests and threads); the live collector
+runs its own client on daphne's event loop.
 """
 
 from __future__ import annotations
 
-import datetime
-import time
+import atexit
+import dataclasses
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
 
 from brokerd.client.admin import AdminClient
 from brokerd.client.cluster import Cluster as KafkaCluster
-from brokerd.client.errors import KafkaResponseError, check
+from brokerd.client.consumer import Consumer
+from brokerd.client.errors import KafkaResponseError
 from brokerd.client.metadata import ClusterMetadata
-from brokerd.client.requests import Nested
-from brokerd.records.batch import SimpleRecord, build_batch, iter_batches
+from brokerd.client.producer import Producer
+from brokerd.client.results import AdminError, ConfigResource, NewTopic
+from brokerd.client.sync import SyncClient
 
 from .models import Cluster
 
 T = TypeVar("T")
 
-PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2
-CREATE_TOPICS, DELETE_TOPICS = 19, 20
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
-TOPIC_RESOURCE = 2
 LATEST, EARLIEST = -1, -2
-CONFIG_SOURCES = {
-    -1: "UNKNOWN",
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-    7: "CLIENT_METRICS_CONFIG",
-    8: "GROUP_CONFIG",
-}
-ALTER_OPERATIONS = {"SET": 0, "DELETE": 1, "APPEND": 2, "SUBTRACT": 3}
-
-
-def _ms(value: float) -> datetime.timedelta:
-    return datetime.timedelta(milliseconds=value)
+CLIENT_ID = "brokerd-dashboard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,18 +48,15 @@ class BrowsedRecord:
 class KafkaOps:
     def __init__(self, client: KafkaCluster):
         self.client = client
-
-    @property
-    def admin(self) -> AdminClient:
-        """brokerd.client's admin calls (consumer groups, offsets) on the same connections."""
-        return AdminClient(self.client)
-
-    @property
-    def metadata(self) -> ClusterMetadata:
-        return self.client.metadata
+        self.admin = AdminClient(client)
 
     async def refresh(self, topics: list[str] | None = None) -> ClusterMetadata:
-        return await self.client.refresh_metadata(topics)
+        """Fresh metadata, as a copy: the client's own is shared with other requests and
+        changes under a caller that iterates it in another thread."""
+        metadata = await self.client.refresh_metadata(topics)
+        return dataclasses.replace(
+            metadata, brokers=dict(metadata.brokers), topics=dict(metadata.topics)
+        )
 
     # Topics ----------------------------------------------------------------------------
     async def create_topic(
@@ -85,205 +67,66 @@ class KafkaOps:
         configs: dict[str, str] | None = None,
         validate_only: bool = False,
     ) -> None:
-        topic = Nested(
-            "CreatableTopic",
-            name=name,
-            num_partitions=partitions,
-            replication_factor=replication_factor,
-            assignments=[],
-            configs=[
-                Nested("CreatableTopicConfig", name=k, value=v) for k, v in (configs or {}).items()
-            ],
-        )
-        response = await self.client.call_controller(
-            CREATE_TOPICS,
-            {"topics": [topic], "timeout": _ms(30_000), "validate_only": validate_only},
-        )
-        (result,) = response.topics
-        check(result.error_code, getattr(result, "error_message", None), f"topic {name}")
-        await self.refresh([name])
+        topic = NewTopic(name, partitions, replication_factor, dict(configs or {}))
+        await self.admin.create_topics([topic], validate_only=validate_only)
 
     async def delete_topic(self, name: str) -> None:
-        response = await self.client.call_controller(
-            DELETE_TOPICS,
-            {
-                "topics": [Nested("DeleteTopicState", name=name, topic_id=None)],
-                "topic_names": [name],
-                "timeout": _ms(30_000),
-            },
-        )
-        (result,) = response.responses
-        check(result.error_code, getattr(result, "error_message", None), f"topic {name}")
-        self.client.metadata.topics.pop(name, None)
+        await self.admin.delete_topics([name])
 
     # Configs ---------------------------------------------------------------------------
     async def describe_topic_configs(self, name: str) -> list[dict[str, Any]]:
-        response = await self.client.call_any(
-            DESCRIBE_CONFIGS,
-            {
-                "resources": [
-                    Nested(
-                        "DescribeConfigsResource",
-                        resource_type=TOPIC_RESOURCE,
-                        resource_name=name,
-                        configuration_keys=None,
-                    )
-                ],
-                "include_synonyms": True,
-                "include_documentation": False,
-            },
-        )
-        (result,) = response.results
-        check(result.error_code, result.error_message, f"topic {name}")
+        entries = await self.admin.describe_topic_configs(name)
         return [
             {
                 "name": c.name,
                 "value": None if c.is_sensitive else c.value,
-                "is_read_only": bool(c.read_only),
-                "is_sensitive": bool(c.is_sensitive),
-                "is_default": int(getattr(c, "config_source", 5)) == 5,
-                "source": CONFIG_SOURCES.get(int(getattr(c, "config_source", -1)), "UNKNOWN"),
+                "is_read_only": c.read_only,
+                "is_sensitive": c.is_sensitive,
+                "is_default": c.is_default,
+                "source": c.source.name,
                 "synonyms": [
-                    {
-                        "name": s.name,
-                        "value": s.value,
-                        "source": CONFIG_SOURCES.get(int(s.source), "UNKNOWN"),
-                    }
-                    for s in getattr(c, "synonyms", ())
+                    {"name": s.name, "value": s.value, "source": s.source.name} for s in c.synonyms
                 ],
             }
-            for c in result.configs
+            for c in entries.values()
         ]
 
     async def alter_topic_configs(
         self, name: str, changes: list[tuple[str, str, str | None]], validate_only: bool = False
     ) -> None:
         """`changes` are (config name, SET|DELETE|APPEND|SUBTRACT, value)."""
-        resource = Nested(
-            "AlterConfigsResource",
-            resource_type=TOPIC_RESOURCE,
-            resource_name=name,
-            configs=[
-                Nested(
-                    "AlterableConfig",
-                    name=config,
-                    config_operation=ALTER_OPERATIONS[operation],
-                    value=value,
-                )
-                for config, operation, value in changes
-            ],
+        await self.admin.incremental_alter_configs(
+            {ConfigResource.topic(name): changes}, validate_only=validate_only
         )
-        response = await self.client.call_any(
-            INCREMENTAL_ALTER_CONFIGS, {"resources": [resource], "validate_only": validate_only}
-        )
-        (result,) = response.responses
-        check(result.error_code, result.error_message, f"topic {name}")
 
     # Offsets ---------------------------------------------------------------------------
     async def list_offsets(
         self, topic: str, partitions: list[int], timestamp: int
     ) -> dict[int, int | KafkaResponseError]:
         """Per partition: the offset for `timestamp` (LATEST is the high watermark)."""
-
-        async def send(node_id: int, items: dict) -> dict:
-            response = await self.client.call(
-                node_id,
-                LIST_OFFSETS,
-                {
-                    "replica_id": -1,
-                    "isolation_level": 0,
-                    "topics": [
-                        Nested(
-                            "ListOffsetsTopic",
-                            name=topic,
-                            partitions=[
-                                Nested(
-                                    "ListOffsetsPartition",
-                                    partition_index=p,
-                                    current_leader_epoch=-1,
-                                    timestamp=timestamp,
-                                )
-                                for (_t, p) in items
-                            ],
-                        )
-                    ],
-                },
+        try:
+            results = await self.admin.list_offsets(
+                dict.fromkeys(((topic, p) for p in partitions), timestamp)
             )
-            answers: dict = {}
-            for t in response.topics:
-                for p in t.partitions:
-                    code = int(p.error_code)
-                    answers[(t.name, int(p.partition_index))] = (
-                        KafkaResponseError(code, None, f"{t.name}-{p.partition_index}")
-                        if code
-                        else int(p.offset)
-                    )
-            return answers
-
-        results = await self.client.for_partitions({(topic, p): None for p in partitions}, send)
-        return {p: results[(topic, p)] for p in partitions}
+        except AdminError as exc:  # some partitions failed: keep theirs as errors
+            results = {**exc.results, **exc.errors}
+        return {p: r if isinstance(r, Exception) else r.offset for (_t, p), r in results.items()}
 
     # Records ---------------------------------------------------------------------------
     async def fetch(
         self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20
     ) -> tuple[list[BrowsedRecord], int, int]:
         """One fetch from `offset`: (records, high watermark, next offset to fetch)."""
-        leader = await self.client.leader_for(topic, partition)
-        response = await self.client.call(
-            leader,
-            FETCH,
-            {
-                "replica_id": -1,
-                "max_wait": _ms(0),
-                "min_bytes": 0,
-                "max_bytes": max_bytes,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [
-                    Nested(
-                        "FetchTopic",
-                        topic=topic,
-                        partitions=[
-                            Nested(
-                                "FetchPartition",
-                                partition=partition,
-                                current_leader_epoch=-1,
-                                fetch_offset=offset,
-                                last_fetched_epoch=-1,
-                                log_start_offset=-1,
-                                partition_max_bytes=max_bytes,
-                            )
-                        ],
-                    )
-                ],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            },
-        )
-        check(getattr(response, "error_code", 0), None, f"fetch {topic}-{partition}")
-        data = response.responses[0].partitions[0]
-        check(data.error_code, None, f"{topic}-{partition}")
-        records: list[BrowsedRecord] = []
-        next_offset = offset
-        for batch in iter_batches(data.records or b""):
-            next_offset = max(next_offset, batch.next_offset)
-            if batch.is_control:
-                continue
-            for record in batch:
-                if record.offset < offset:
-                    continue
-                records.append(
-                    BrowsedRecord(
-                        partition,
-                        record.offset,
-                        record.timestamp,
-                        record.key,
-                        record.value,
-                        [(h.key, h.value) for h in record.headers],
-                    )
-                )
-        return records, int(data.high_watermark), next_offset
+        consumer = Consumer(self.client, max_wait=0, min_bytes=0, max_partition_bytes=max_bytes)
+        tp = (topic, partition)
+        data = (await consumer.fetch({tp: offset}))[tp]
+        if isinstance(data, Exception):
+            raise data
+        records = [
+            BrowsedRecord(partition, r.offset, r.timestamp, r.key, r.value, list(r.headers))
+            for r in data.records
+        ]
+        return records, data.high_watermark, data.next_offset
 
     async def produce(
         self,
@@ -294,50 +137,64 @@ class KafkaOps:
         headers: list[tuple[str, bytes | None]] | None = None,
     ) -> int:
         """Append one record with acks=all; its offset."""
-        leader = await self.client.leader_for(topic, partition)
-        batch = build_batch(
-            [SimpleRecord(value=value, key=key, headers=headers or (), timestamp=None)],
-            now_ms=int(time.time() * 1000),
+        producer = Producer(self.client, acks=-1, linger=0)
+        sent = await producer.send_and_wait(
+            topic, value, key, headers=headers or (), partition=partition
         )
-        response = await self.client.call(
-            leader,
-            PRODUCE,
-            {
-                "transactional_id": None,
-                "acks": -1,
-                "timeout": _ms(30_000),
-                "topic_data": [
-                    Nested(
-                        "TopicProduceData",
-                        name=topic,
-                        partition_data=[
-                            Nested("PartitionProduceData", index=partition, records=bytes(batch))
-                        ],
-                    )
-                ],
-            },
-        )
-        answer = response.responses[0].partition_responses[0]
-        check(answer.error_code, getattr(answer, "error_message", None), f"{topic}-{partition}")
-        return int(answer.base_offset)
+        return sent.offset
+
+
+def _client_options() -> dict[str, Any]:
+    timeout = settings.KAFKA_REQUEST_TIMEOUT_S
+    return {
+        "client_id": CLIENT_ID,
+        "request_timeout": timeout,
+        "connect_timeout": min(timeout, 5.0),
+        "retries": 3,
+    }
 
 
 def kafka_client(cluster: Cluster) -> KafkaCluster:
-    timeout = settings.KAFKA_REQUEST_TIMEOUT_S
-    return KafkaCluster(
-        cluster.bootstrap_servers,
-        client_id="brokerd-dashboard",
-        request_timeout=timeout,
-        connect_timeout=min(timeout, 5.0),
-        retries=3,
-    )
+    """A new asyncio client of `cluster`, for code with its own event loop (the collector)."""
+    return KafkaCluster(cluster.bootstrap_servers, **_client_options())
+
+
+# One SyncClient per cluster per process, keyed by name and rebuilt when the cluster's
+# bootstrap servers change; created on first use, closed at exit.
+_shared: dict[str, tuple[str, SyncClient]] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_client(cluster: Cluster) -> SyncClient:
+    with _shared_lock:
+        entry = _shared.get(cluster.name)
+        if entry is not None and entry[0] == cluster.bootstrap_servers:
+            return entry[1]
+        # Connecting under the lock: a burst of first requests makes one client, not many.
+        client = SyncClient(cluster.bootstrap_servers, **_client_options())
+        _shared[cluster.name] = (cluster.bootstrap_servers, client)
+    if entry is not None:
+        entry[1].close()  # its bootstrap servers changed
+    return client
+
+
+def close_shared_clients() -> None:
+    with _shared_lock:
+        clients = [client for _, client in _shared.values()]
+        _shared.clear()
+    for client in clients:
+        client.close()
+
+
+atexit.register(close_shared_clients)
 
 
 def with_cluster(cluster: Cluster, operation: Callable[[KafkaOps], Awaitable[T]]) -> T:
-    """Run `operation` against `cluster` from synchronous code (a request handler)."""
+    """Run `operation` against `cluster` from synchronous code (a request handler, a task)
+    on the process's shared client of that cluster."""
+    client = shared_client(cluster)
 
     async def run() -> T:
-        async with kafka_client(cluster) as client:
-            return await operation(KafkaOps(client))
+        return await operation(KafkaOps(client.cluster))
 
-    return async_to_sync(run)()
+    return client.run(run())
