@@ -1004,9 +1004,13 @@ class _JoinDetails:
 
 
 def _read_partition(partition_log) -> list[tuple[OffsetKey | GroupKey, object]]:
-    """Every decodable record up to the high watermark, in log order (off the loop)."""
+    """Every decodable record up to the log end, in log order (off the loop).
+
+    To the LEO, not the HW, as Kafka loads: a new leader's HW trails the old leader's until
+    its followers fetch again, yet everything in its log is kept (followers truncate to
+    it), including commits the old leader acknowledged."""
     out = []
-    end = partition_log.high_watermark
+    end = partition_log.log_end_offset
     for entry in partition_log.read_batches(partition_log.log_start_offset, end):
         if getattr(entry, "is_control", False):
             continue

@@ -29,10 +29,19 @@ RECORDS_PER_PARTITION = 200
 
 
 @pytest.fixture(scope="module")
-def module_cluster(zookeeper, tmp_path_factory):
+def shared_cluster(zookeeper, tmp_path_factory):
     made = Cluster(zookeeper, tmp_path_factory).start()
     yield made
     made.kill_all()
+
+
+@pytest.fixture
+def module_cluster(shared_cluster):
+    """The shared cluster, with every broker running again after each test."""
+    yield shared_cluster
+    for broker in shared_cluster.brokers.values():
+        if not broker.alive():
+            broker.start()
 
 
 def _produce(bootstrap: str, topic: str) -> None:
