@@ -20,7 +20,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError
 
 from brokerd.protocol.errors import ErrorCode, KafkaError
 
-from . import zk
+from . import election, zk
 from .channel import ControllerChannel
 from .metadata import MetadataCache, TopicInfo
 from .zk import PartitionState, ZkClient
@@ -53,6 +53,10 @@ class Controller:
         self._tasks: set[asyncio.Task] = set()
         self.stopped = False
         self.registered = False  # elections only once the broker is in /brokers/ids
+        # Brokers in a controlled shutdown: never chosen as leaders while another ISR member
+        # can lead; forgotten when their registration goes (or is renewed).
+        self.shutting_down: set[int] = set()
+        self._rebalancer: asyncio.Task | None = None
         cache.controller_listeners.append(self._controller_changed)
 
     @property
@@ -81,6 +85,8 @@ class Controller:
 
     async def stop(self) -> None:
         self.stopped = True
+        if self._rebalancer is not None:
+            self._rebalancer.cancel()
         for task in list(self._tasks):
             task.cancel()
         await self.channel.stop()
@@ -113,6 +119,14 @@ class Controller:
         self.highest_seen_epoch = max(self.highest_seen_epoch, self.epoch)
         await self.cache.refresh_controller()
         log.info("broker %d is the controller, epoch %d", self.broker_id, self.epoch)
+        if (
+            self.config is not None
+            and self.config.get("auto.leader.rebalance.enable")
+            and self._rebalancer is None
+        ):
+            self._rebalancer = asyncio.get_running_loop().create_task(
+                self._rebalance_periodically()
+            )
         await self.elect_missing_leaders()
         await self.process_pending_deletions()
         await self.on_failover()
@@ -309,6 +323,7 @@ class Controller:
             dead = {b for b, z in self.live.items() if now.get(b) != z}
             new = {b for b, z in now.items() if self.live.get(b) != z}
             self.live = now
+            self.shutting_down -= dead | new
             await self.cache.refresh_brokers()
             if dead:
                 log.info("controller: brokers %s are gone", sorted(dead))
@@ -350,34 +365,47 @@ class Controller:
             involved = state.leader not in live or any(b in dead for b in state.isr)
             if not involved:
                 continue
-            for _attempt in range(5):
-                update = self._next_state(topic, info.assignment[index], state, live)
-                if update is None:
-                    break
-                try:
-                    version = await self.zk.set_json(
-                        zk.partition_state_path(topic, index), update.to_json(), state.zk_version
-                    )
-                except BadVersionError:
-                    found = await self.zk.get_json(zk.partition_state_path(topic, index))
-                    if found is None:
-                        break
-                    state = info.states[index] = PartitionState.from_json(*found)
-                    continue
-                update.zk_version = version
-                info.states[index] = update
+            replicas = info.assignment[index]
+            if await self._write_state(
+                topic, index, lambda st, t=topic, rs=replicas: self._next_state(t, rs, st, live)
+            ):
                 changed.append((topic, index))
-                log.info(
-                    "controller: %s-%d leader %d -> %d, epoch %d, isr %s",
-                    topic,
-                    index,
-                    state.leader,
-                    update.leader,
-                    update.leader_epoch,
-                    update.isr,
-                )
-                break
         return changed
+
+    async def _write_state(self, topic: str, index: int, compute) -> bool:
+        """Write `compute(current state)` (None: nothing to do) conditionally on the znode
+        version, re-reading on a clash; True when a new state was written."""
+        info = self.cache.topic(topic)
+        if info is None or index not in info.states:
+            return False
+        state = info.states[index]
+        for _attempt in range(5):
+            update = compute(state)
+            if update is None:
+                return False
+            try:
+                version = await self.zk.set_json(
+                    zk.partition_state_path(topic, index), update.to_json(), state.zk_version
+                )
+            except BadVersionError:
+                found = await self.zk.get_json(zk.partition_state_path(topic, index))
+                if found is None:
+                    return False
+                state = info.states[index] = PartitionState.from_json(*found)
+                continue
+            update.zk_version = version
+            info.states[index] = update
+            log.info(
+                "controller: %s-%d leader %d -> %d, epoch %d, isr %s",
+                topic,
+                index,
+                state.leader,
+                update.leader,
+                update.leader_epoch,
+                update.isr,
+            )
+            return True
+        return False
 
     def _next_state(
         self, topic: str, replicas: list[int], state: PartitionState, live: set[int]
@@ -388,7 +416,8 @@ class Controller:
                 return None
             leader, isr = state.leader, live_isr  # a follower died: it leaves the ISR
         else:
-            candidates = [r for r in replicas if r in live_isr]
+            candidates = [r for r in replicas if r in live_isr and r not in self.shutting_down]
+            candidates = candidates or [r for r in replicas if r in live_isr]
             if candidates:
                 leader, isr = candidates[0], live_isr
             elif self._unclean_allowed(topic) and any(r in live for r in replicas):
@@ -441,6 +470,127 @@ class Controller:
             self.announced.update(fresh)
             if fresh:
                 await self._send_leader_and_isr(set(self.live), fresh)
+
+    # Controlled shutdown ------------------------------------------------------------------
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> tuple[ErrorCode, list[tuple[str, int]]]:
+        """Move leadership off a stopping broker and drop it from ISRs; the partitions it
+        still leads (none once the new leaders are chosen) come back for a retry."""
+        async with self._events:
+            if not self.is_active:
+                return ErrorCode.not_controller, []
+            if broker_id not in self.live:
+                return ErrorCode.broker_not_available, []
+            if broker_epoch >= 0 and broker_epoch != self.live[broker_id]:
+                return ErrorCode.stale_broker_epoch, []
+            self.shutting_down.add(broker_id)
+            live = set(self.live)
+            changed = []
+            remaining = []
+            for topic, index in self._all_partitions():
+                info = self.cache.topic(topic)
+                replicas = info.assignment.get(index, []) if info else []
+                if broker_id not in replicas or len(replicas) < 2 or index not in info.states:
+                    continue
+
+                def away(state, rs=replicas):
+                    return election.away_from(
+                        broker_id, rs, state, live, self.shutting_down, self.epoch
+                    )
+
+                if await self._write_state(topic, index, away):
+                    changed.append((topic, index))
+                if info.states[index].leader == broker_id:
+                    remaining.append((topic, index))
+            await self._send_leader_and_isr(live, changed)
+            await self._send_update_metadata(live, changed)
+            log.info(
+                "controller: controlled shutdown of %d moved %d partitions, %d remain",
+                broker_id,
+                len(changed),
+                len(remaining),
+            )
+            return ErrorCode.none, remaining
+
+    # Leader elections on demand (ElectLeaders) and preferred-leader rebalancing ------------
+    async def elect_leaders(
+        self, election_type: int, partitions: list[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Per partition: NONE when a new leader was written, else why not."""
+        async with self._events:
+            if not self.is_active:
+                raise KafkaError(ErrorCode.not_controller)
+            strategy = (
+                election.preferred if election_type == election.PREFERRED else election.unclean
+            )
+            keys = self._all_partitions() if partitions is None else partitions
+            live = set(self.live)
+            results: dict[tuple[str, int], ErrorCode] = {}
+            changed = []
+            for topic, index in keys:
+                info = self.cache.topic(topic)
+                if info is None or index not in info.states:
+                    results[(topic, index)] = ErrorCode.unknown_topic_or_partition
+                    continue
+                outcome: list = []
+                replicas = info.assignment.get(index, [])
+
+                def choose(state, rs=replicas, out=outcome):
+                    found = strategy(rs, state, live, self.shutting_down, self.epoch)
+                    out[:] = [found]
+                    return found if isinstance(found, PartitionState) else None
+
+                if await self._write_state(topic, index, choose):
+                    changed.append((topic, index))
+                    results[(topic, index)] = ErrorCode.none
+                else:
+                    found = outcome[0] if outcome else ErrorCode.unknown_server_error
+                    results[(topic, index)] = (
+                        found if isinstance(found, ErrorCode) else ErrorCode.unknown_server_error
+                    )
+            await self._send_leader_and_isr(live, changed)
+            await self._send_update_metadata(live, changed)
+            return results
+
+    def imbalanced_partitions(self) -> list[tuple[str, int]]:
+        """Partitions to hand back to their preferred leader: for every broker whose share
+        of preferred partitions led elsewhere exceeds leader.imbalance.per.broker.percentage,
+        those whose preferred replica is live, in the ISR and not stopping."""
+        threshold = self.config.get("leader.imbalance.per.broker.percentage") if self.config else 10
+        by_preferred: dict[int, list[tuple[str, int]]] = {}
+        for topic, index in self._all_partitions():
+            info = self.cache.topic(topic)
+            replicas = info.assignment.get(index, []) if info else []
+            if replicas and index in info.states:
+                by_preferred.setdefault(replicas[0], []).append((topic, index))
+        out = []
+        for broker_id, keys in by_preferred.items():
+            if broker_id not in self.live or broker_id in self.shutting_down:
+                continue
+            elsewhere = [
+                (t, p)
+                for t, p in keys
+                if self.cache.topics[t].states[p].leader != broker_id
+                and broker_id in self.cache.topics[t].states[p].isr
+            ]
+            if elsewhere and len(elsewhere) * 100 > threshold * len(keys):
+                out.extend(elsewhere)
+        return out
+
+    async def _rebalance_periodically(self) -> None:
+        interval = self.config.get("leader.imbalance.check.interval.seconds")
+        while not self.stopped:
+            await asyncio.sleep(min(interval, 1 << 31))
+            if not self.is_active:
+                continue
+            try:
+                imbalanced = self.imbalanced_partitions()
+                if imbalanced:
+                    log.info("controller: preferred leader election for %s", imbalanced)
+                    await self.elect_leaders(election.PREFERRED, imbalanced)
+            except Exception:
+                log.exception("automatic preferred leader election failed")
 
     # Requests to brokers ------------------------------------------------------------------
     async def _send_leader_and_isr(self, brokers: set[int], partitions) -> None:
