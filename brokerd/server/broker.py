@@ -100,8 +100,33 @@ class Broker:
         self.groups.start()
         await self.controller.elect()
         await self.replicas.sync_leadership()
+        await self._await_own_partitions()
         self.started.set()
         log.info("broker %d started, cluster id %s", self.broker_id, self.metadata.cluster_id)
+
+    async def _await_own_partitions(self, timeout: float = 10.0) -> None:
+        """Report ready once the controller's LeaderAndIsr has given this broker a role for
+        every partition it holds, so a restarted broker does not answer its first clients
+        NOT_LEADER_OR_FOLLOWER. Bounded: without a controller the broker starts anyway."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            missing = [
+                (info.name, index)
+                for info in list(self.metadata.topics.values())
+                if not info.marked_for_deletion
+                for index, replicas in info.assignment.items()
+                if self.broker_id in replicas
+                and (info.name, index) not in self.replicas.partitions
+                and (info.name, index) not in self.replicas.log_manager.offline_partitions
+            ]
+            if not missing:
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                log.warning(
+                    "starting without a role for %d partitions, e.g. %s", len(missing), missing[:3]
+                )
+                return
+            await asyncio.sleep(0.02)
 
     async def stop(self) -> None:
         """Stop accepting, answer in-flight requests, close the session, shut storage down."""
