@@ -80,7 +80,7 @@ def create_topic(cluster, topic: str, partitions: int = 1, replication: int = 3)
 class Workload:
     """Numbered values produced continuously; acked offsets and failures recorded."""
 
-    def __init__(self, bootstrap: str, topic: str, rate_per_s: float = 200):
+    def __init__(self, bootstrap: str, topic: str, rate_per_s: float = 200, **producer_config):
         self.topic = topic
         self.interval = 1 / rate_per_s
         self.acked: dict[str, tuple[int, int]] = {}  # value -> (partition, offset)
@@ -97,6 +97,8 @@ class Workload:
                 "message.timeout.ms": 60000,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "retry.backoff.ms": 100,
+                # e.g. request_timeout_ms=5000 for "request.timeout.ms"
+                **{key.replace("_", "."): value for key, value in producer_config.items()},
             }
         )
         self._thread = threading.Thread(target=self._run, daemon=True)
