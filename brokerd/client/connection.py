@@ -261,8 +261,16 @@ class BrokerConnection:
         self._drop_transport()
         self._fail_pending(KafkaConnectionError(f"{self} closed"))
         if task is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
+            try:
                 await task
+            except asyncio.CancelledError:
+                # The reader task's own cancellation is expected; ours (the caller being
+                # cancelled while closing) must propagate, or a stopping task never ends.
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+            except Exception:  # noqa: BLE001 - the connection is going away regardless
+                pass
         if writer is not None:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -46,17 +46,19 @@ class ReplicaFetcher:
         self._changed = asyncio.Event()
         self._connection: BrokerConnection | None = None
         self._task: asyncio.Task | None = None
+        self._stopping = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
+        self._stopping = True
+        self._changed.set()
         if self._task is not None:
             self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+            # Bounded: a cancellation swallowed deeper in a request must not hang shutdown;
+            # the flag ends the loop at its next turn anyway.
+            await asyncio.wait({self._task}, timeout=5)
         if self._connection is not None:
             await self._connection.close()
 
@@ -71,7 +73,7 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         config = self.manager.broker.config
         backoff = config.get("replica.fetch.backoff.ms") / 1000
-        while True:
+        while not self._stopping:
             if not self.partitions:
                 self._changed.clear()
                 await self._changed.wait()

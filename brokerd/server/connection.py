@@ -159,6 +159,10 @@ class Connection:
                 await loop.sendfile(self.writer.transport, part.file, part.position, part.length)
         await self.writer.drain()
 
+    def abandon(self) -> None:
+        """Shutdown gave up waiting: drop unanswered work and close."""
+        self._abandon()
+
     def _abandon(self) -> None:
         """Stop reading and drop unanswered work: the connection is going away."""
         self.stop_reading()

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+DRAIN_TIMEOUT_S = 10  # SIGTERM answers in-flight requests for at most this long
+
 
 class Listener:
     """One listener (e.g. PLAINTEXT://127.0.0.1:9092); port 0 binds a free port."""
@@ -59,4 +61,14 @@ class Listener:
         for connection in list(self.connections):
             connection.stop_reading()
         if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=30)
+            _, stuck = await asyncio.wait(set(self._tasks), timeout=DRAIN_TIMEOUT_S)
+            if stuck:
+                # A handler waiting on something shutdown has already stopped must not
+                # hold the process: its client sees a closed connection and retries.
+                log.warning(
+                    "%d connections still owed responses after %ds; closing them",
+                    len(stuck),
+                    DRAIN_TIMEOUT_S,
+                )
+                for connection in list(self.connections):
+                    connection.abandon()
