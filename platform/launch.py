@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -114,7 +115,19 @@ def start_redis(port: int) -> subprocess.Popen:
     return process
 
 
-def start_broker(broker_id: int, port: int, zk_port: int) -> subprocess.Popen:
+ADMIN_TOKEN = VAR / "admin.token"
+
+
+def admin_token() -> str:
+    """One admin API token for every local broker: the dashboard stores one per cluster."""
+    if not ADMIN_TOKEN.exists():
+        VAR.mkdir(parents=True, exist_ok=True)
+        ADMIN_TOKEN.write_text(secrets.token_urlsafe(32))
+        ADMIN_TOKEN.chmod(0o600)
+    return ADMIN_TOKEN.read_text().strip()
+
+
+def start_broker(broker_id: int, port: int, zk_port: int, replication: int) -> subprocess.Popen:
     home = VAR / f"broker-{broker_id}"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "server.properties"
@@ -124,6 +137,10 @@ def start_broker(broker_id: int, port: int, zk_port: int) -> subprocess.Popen:
         f"log.dirs={home / 'logs'}\n"
         f"zookeeper.connect=127.0.0.1:{zk_port}/brokerd\n"
         "num.partitions=3\n"
+        f"default.replication.factor={replication}\n"
+        f"offsets.topic.replication.factor={replication}\n"
+        f"min.insync.replicas={min(2, replication)}\n"
+        f"admin.token={admin_token()}\n"
     )
     process = spawn(
         f"broker-{broker_id}",
@@ -137,16 +154,16 @@ def dashboard_env(redis_port: int) -> dict[str, str]:
     return {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0"}
 
 
-def prepare_dashboard(env: dict[str, str], broker_port: int, zk_port: int) -> None:
+def prepare_dashboard(env: dict[str, str], broker_ports: list[int], zk_port: int) -> None:
     """Migrate, create (and print) the first admin user, register the local cluster."""
-    token = VAR / "broker-1" / "logs" / "admin.token"
+    token = ADMIN_TOKEN
     for args in (
         ["migrate", "--no-input", "-v0"],
         ["bootstrap_admin"],
         [
             "register_cluster",
             "local",
-            f"--bootstrap-servers=127.0.0.1:{broker_port}",
+            "--bootstrap-servers=" + ",".join(f"127.0.0.1:{p}" for p in broker_ports),
             f"--zookeeper-connect=127.0.0.1:{zk_port}/brokerd",
             f"--admin-token-ref=file:{token}",
         ],
@@ -199,13 +216,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--zookeeper-port", type=int, default=2181)
     parser.add_argument("--redis-port", type=int, default=6379)
-    parser.add_argument("--broker-port", type=int, default=9092)
+    parser.add_argument("--broker-port", type=int, default=9092, help="first broker's port")
+    parser.add_argument("--brokers", type=int, default=3, help="how many brokers (ports follow)")
     parser.add_argument("--web-port", type=int, default=8000)
     args = parser.parse_args()
+    broker_ports = [args.broker_port + i for i in range(max(args.brokers, 1))]
     for name, port in (
         ("ZooKeeper", args.zookeeper_port),
         ("Redis", args.redis_port),
-        ("broker", args.broker_port),
+        *((f"broker {i + 1}", port) for i, port in enumerate(broker_ports)),
         ("the dashboard", args.web_port),
     ):
         if not port_free(port):
@@ -225,16 +244,22 @@ def main() -> int:
     try:
         processes.append(("zookeeper", start_zookeeper(args.zookeeper_port)))
         processes.append(("redis", start_redis(args.redis_port)))
-        processes.append(("broker-1", start_broker(1, args.broker_port, args.zookeeper_port)))
+        replication = min(3, len(broker_ports))
+        for broker_id, port in enumerate(broker_ports, start=1):
+            process = start_broker(broker_id, port, args.zookeeper_port, replication)
+            processes.append((f"broker-{broker_id}", process))
         env = dashboard_env(args.redis_port)
-        prepare_dashboard(env, args.broker_port, args.zookeeper_port)
+        prepare_dashboard(env, broker_ports, args.zookeeper_port)
         processes.append(("daphne", start_dashboard(args.web_port, env)))
         processes.extend(start_celery(env))
         print(
             "platform running on loopback (logs in var/logs/):\n"
             f"  ZooKeeper  127.0.0.1:{args.zookeeper_port} (chroot /brokerd)\n"
             f"  Redis      127.0.0.1:{args.redis_port}\n"
-            f"  broker 1   127.0.0.1:{args.broker_port}  (bootstrap.servers)\n"
+            + "".join(
+                f"  broker {i}   127.0.0.1:{port}\n" for i, port in enumerate(broker_ports, 1)
+            )
+            + f"  bootstrap.servers={','.join(f'127.0.0.1:{p}' for p in broker_ports)}\n"
             f"  dashboard  http://127.0.0.1:{args.web_port}/  (API docs at /api/docs/)\n"
             "  celery     worker and beat (maintenance schedules, lag history)\n"
             "Ctrl-C stops everything.",
