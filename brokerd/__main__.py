@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import gc
 import logging
 import signal
@@ -61,6 +62,9 @@ def _run_serve(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(config))
 
 
+SHUTDOWN_STACK_DUMP_S = 20
+
+
 async def _serve(config) -> int:
     from brokerd.server.broker import Broker
 
@@ -82,7 +86,10 @@ async def _serve(config) -> int:
     ports = ", ".join(f"{name}={port}" for name, port in broker.bound_ports.items())
     print(f"brokerd {config.broker_id} serving ({ports})", flush=True)
     await stop.wait()
+    # A shutdown that hangs says where: every thread's stack goes to stderr (the log).
+    faulthandler.dump_traceback_later(SHUTDOWN_STACK_DUMP_S, exit=False)
     await broker.stop()
+    faulthandler.cancel_dump_traceback_later()
     return 0
 
 

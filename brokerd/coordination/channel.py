@@ -84,10 +84,8 @@ class _BrokerQueue:
 
     async def stop(self) -> None:
         self.task.cancel()
-        try:
-            await self.task
-        except (asyncio.CancelledError, Exception):
-            pass
+        # Bounded: a cancellation swallowed inside a request must not hang shutdown.
+        await asyncio.wait({self.task}, timeout=5)
         await self._close()
 
 
