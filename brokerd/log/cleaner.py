@@ -15,9 +15,10 @@ tail. One pass, as Kafka's Cleaner does it:
    epoch and base sequence, codec, timestamp type, leader epoch and flags, so offsets keep
    their gaps and idempotent producer state can be rebuilt from the log. A batch whose
    records all go stays as an empty batch when it is its producer's last batch;
-5. swap: `.cleaned` -> `.swap`, then under the log's lock the new segment replaces the
-   group (old files become `.deleted`), then `.swap` -> final name. A crash leaves either a
-   `.cleaned` file (deleted at load) or a complete `.swap` that load puts in place.
+5. swap: `.cleaned` -> `.swap` (after noting the group's extent, see swap.py), then under
+   the log's lock the new segment replaces the group (old files become `.deleted`), then
+   `.swap` -> final name. A crash leaves either a `.cleaned` file (deleted at load) or a
+   complete `.swap` that load puts in place of the whole group.
 The active segment is never touched, and readers keep reading the old segment objects until
 the swap.
 """
@@ -51,6 +52,7 @@ from .segment import (
     LogSegment,
     parse_entry_header,
 )
+from .swap import remove_swap_group, write_swap_group
 
 log = logging.getLogger(__name__)
 
@@ -511,17 +513,26 @@ class Cleaner:
     ) -> bool:
         """Replace the group by the cleaned segment, in an order that a crash at any point
         leaves loadable. False (and nothing changed) when the log changed under us."""
-        cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+        self.mark_as_swap(log, cleaned, group)
         with log._lock:
             current = {id(s) for s in log.segments}
             if log.closed or not all(id(s) in current for s in group):
                 # Retention, truncation or a close replaced these segments meanwhile.
                 cleaned.delete()
+                remove_swap_group(log.dir, cleaned.base_offset)
                 return False
             log.replace_segments([cleaned], group)
             cleaned.change_file_suffixes(SWAP_SUFFIX, "")
+            remove_swap_group(log.dir, cleaned.base_offset)
         log.remove_deleted_segments()
         return True
+
+    @staticmethod
+    def mark_as_swap(log: Log, cleaned: LogSegment, group: list[LogSegment]) -> None:
+        """`.cleaned` -> `.swap`: from here on a crash completes the swap at load, for the
+        whole group (`swap.py` says why the group's extent is written down first)."""
+        write_swap_group(log.dir, cleaned.base_offset, group[-1].base_offset)
+        cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
 
     def _copy_segment(
         self,

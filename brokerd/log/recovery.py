@@ -36,6 +36,7 @@ from .segment import (
     LogSegment,
     offset_from_filename,
 )
+from .swap import SWAP_GROUP_SUFFIX, read_swap_group
 
 log = logging.getLogger(__name__)
 
@@ -97,21 +98,28 @@ def _complete_interrupted_operations(directory: Path, config: LogConfig) -> None
         elif name.endswith(".tmp"):
             path.unlink(missing_ok=True)
     # A `.swap` log is a cleaned segment whose swap was interrupted after it was
-    # complete: it replaces every old segment it covers.
+    # complete: it replaces every old segment it covers (as Kafka: those based in
+    # [swap base, swap's next offset)) and every segment of its group (swap.py).
     for swap_log in sorted(directory.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
         base = offset_from_filename(swap_log.name)
         swapped = LogSegment(directory, base, config, suffix=SWAP_SUFFIX, active=False)
         swapped.recover()
         end = swapped.read_next_offset()
+        group_last = read_swap_group(directory, base)
+        if group_last is not None:
+            end = max(end, group_last + 1)
         for old_log in directory.glob(f"*{LOG_SUFFIX}"):
             old_base = offset_from_filename(old_log.name)
             if base <= old_base < end:
+                log.info("%s: replaced by the interrupted swap of %s", old_log, swap_log.name)
                 for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                     (directory / f"{old_log.name[:20]}{suffix}").unlink(missing_ok=True)
         swapped.change_file_suffixes(SWAP_SUFFIX, "")
         swapped.close()
     for leftover in directory.glob(f"*{SWAP_SUFFIX}"):
         leftover.unlink(missing_ok=True)  # index swaps without their log
+    for group_file in directory.glob(f"*{SWAP_GROUP_SUFFIX}"):
+        group_file.unlink(missing_ok=True)  # used above, or left by an unfinished cleaning
 
 
 def _open_segments(directory: Path, config: LogConfig) -> list[LogSegment]:

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brokerd.log.checkpoints import OffsetCheckpointFile
-from brokerd.log.cleaner import Cleaner, OffsetMap, group_segments_by_size
+from brokerd.log.cleaner import Cleaner, CleanReport, OffsetMap, group_segments_by_size
 from brokerd.log.cleaner_manager import CleanerThread, LogCleanerManager
 from brokerd.log.manager import CLEANER_CHECKPOINT, LogManager
 from brokerd.log.recovery import load_log
@@ -317,21 +317,59 @@ def test_crash_with_a_cleaned_file_left_keeps_the_old_segments(tmp_path):
     assert _latest(reopened) == expected
 
 
-def test_crash_with_a_swap_file_left_completes_the_swap(tmp_path):
+def test_crash_with_a_swap_file_left_completes_the_swap_for_the_whole_group(tmp_path):
     log, cleaner, group, expected = _crash_setup(tmp_path / "t-0")
+    bases_after_group = [s.base_offset for s in log.segments[3:]]
     cleaned = cleaner.write_cleaned_segment(log, group[:3])
-    cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+    cleaner.mark_as_swap(log, cleaned, group[:3])
     cleaned.close()
     log.close()  # "crash" after the rename to .swap, before replace_segments
     reopened = load_log(tmp_path / "t-0", log.config, had_clean_shutdown=False)
-    assert not list((tmp_path / "t-0").glob(f"*{SWAP_SUFFIX}"))
+    leftovers = [p.name for p in (tmp_path / "t-0").iterdir() if "swap" in p.name]
+    assert leftovers == []
     assert _latest(reopened) == expected
     offsets = [r.offset for r in read_all(reopened)]
     assert offsets == sorted(set(offsets))
-    # Every key's latest is after the group, so the swapped-in segment is empty; load put
-    # it in place of the first segment (the others of the group stay as they were).
+    # Every key's latest is after the group, so the swapped-in segment is empty, and it
+    # replaced all three segments of the group, not only the first.
+    bases = [s.base_offset for s in reopened.segments]
+    assert bases == [group[0].base_offset, *bases_after_group]
     assert reopened.segments[0].size == 0
-    assert offsets[0] == group[1].base_offset
+    assert offsets[0] == bases_after_group[0]
+
+
+def test_swap_of_a_partly_superseded_group_replaces_segments_past_its_last_record(tmp_path):
+    log = _compacted_log(tmp_path / "t-0")
+    _append(log, [(b"keep", b"old-but-latest")])  # survives: no later record of its key
+    for i in range(12):
+        _append(log, [(b"k%d" % (i % 2), b"v%d" % i)])
+    for i in range(12):  # supersede every k0/k1 record of the first segments
+        _append(log, [(b"k%d" % (i % 2), b"w%d" % i)])
+    expected = _latest(log)
+    cleaner = Cleaner(1 << 16)
+    cleaner.build_offset_map(log, 0, log.active_segment.base_offset)
+    group = log.segments[:3]
+    assert all(s.size for s in group)
+    cleaned = cleaner.write_cleaned_segment(log, group)
+    # The swap ends after its only survivor, long before the group's last segment.
+    assert cleaned.read_next_offset() <= group[1].base_offset
+    cleaner.mark_as_swap(log, cleaned, group)
+    cleaned.close()
+    log.close()
+    reopened = load_log(tmp_path / "t-0", log.config, had_clean_shutdown=False)
+    bases = [s.base_offset for s in reopened.segments]
+    assert group[1].base_offset not in bases and group[2].base_offset not in bases
+    assert _latest(reopened) == expected
+    assert [r.key for r in read_all(reopened)][0] == b"keep"
+
+
+def test_a_finished_swap_leaves_no_group_file(tmp_path):
+    log, cleaner, group, expected = _crash_setup(tmp_path / "t-0")
+    cleaned = cleaner.write_cleaned_segment(log, group[:3])
+    report = CleanReport(log.topic, log.partition)
+    assert cleaner.swap_in(log, cleaned, group[:3], report)
+    assert not [p.name for p in (tmp_path / "t-0").iterdir() if "swap" in p.name]
+    assert _latest(log) == expected
 
 
 def test_crash_after_old_segments_were_renamed_deleted(tmp_path):
