@@ -66,6 +66,7 @@ class ZooKeeper:
             f"tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={data}\n"
             f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
             "admin.enableServer=false\nmaxSessionTimeout=60000\nminSessionTimeout=1000\n"
+            "4lw.commands.whitelist=srvr,mntr,cons\n"
         )
         classpath = ":".join(str(JAVA_DIR / jar) for jar in ZOOKEEPER_JARS)
         self.log = open(self.dir / "zookeeper.log", "ab")  # noqa: SIM115 - lives with the process
@@ -84,6 +85,20 @@ class ZooKeeper:
         )
         wait_for_port(self.port, 30, self.process)
         return self
+
+    def four_letter_word(self, command: str) -> str:
+        """ZooKeeper's answer to a four-letter word (srvr, mntr, cons)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            sock.sendall(command.encode())
+            chunks = []
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        return b"".join(chunks).decode()
+
+    def monitor(self) -> dict[str, str]:
+        """`mntr` as a dict: zk_connection_request_count, zk_num_alive_connections, ..."""
+        lines = self.four_letter_word("mntr").splitlines()
+        return dict(line.split("\t", 1) for line in lines if "\t" in line)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -9,12 +9,18 @@ this process.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
+import os
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from .models import Cluster
 
@@ -40,23 +46,56 @@ def discover_from_zookeeper(zookeeper_connect: str, max_age: float = DISCOVERY_T
     cached = _discovered.get(zookeeper_connect)
     if cached and time.monotonic() - cached[0] < max_age:
         return cached[1]
-    from kazoo.client import KazooClient
-
-    zk = KazooClient(hosts=zookeeper_connect, timeout=5.0, read_only=True)
+    zk = _zookeeper_session(zookeeper_connect)
     endpoints: dict[int, str] = {}
-    try:
-        zk.start(timeout=5.0)
-        if zk.exists("/brokers/ids"):
-            for child in zk.get_children("/brokers/ids"):
+    if zk.exists("/brokers/ids"):
+        for child in zk.get_children("/brokers/ids"):
+            try:
                 data, _ = zk.get(f"/brokers/ids/{child}")
-                url = json.loads(data or b"{}").get("admin_endpoint")
-                if url and child.isdigit():
-                    endpoints[int(child)] = url
-    finally:
-        zk.stop()
-        zk.close()
+            except NoNodeError:  # deregistered between the listing and the read
+                continue
+            url = json.loads(data or b"{}").get("admin_endpoint")
+            if url and child.isdigit():
+                endpoints[int(child)] = url
     _discovered[zookeeper_connect] = (time.monotonic(), endpoints)
     return endpoints
+
+
+# One read-only ZooKeeper session per ensemble per process, kept open: discovery runs every
+# second while a broker is down, and a session per look would churn the ensemble's sessions.
+_sessions: dict[str, KazooClient] = {}
+_sessions_lock = threading.Lock()
+_sessions_pid = os.getpid()
+
+
+def _zookeeper_session(zookeeper_connect: str) -> KazooClient:
+    global _sessions_pid
+    with _sessions_lock:
+        if _sessions_pid != os.getpid():  # a forked child (Celery prefork): not its sessions
+            _sessions.clear()
+            _sessions_pid = os.getpid()
+        zk = _sessions.get(zookeeper_connect)
+        if zk is None:
+            zk = KazooClient(hosts=zookeeper_connect, timeout=5.0, read_only=True)
+            try:
+                zk.start(timeout=5.0)
+            except Exception:
+                zk.close()
+                raise
+            _sessions[zookeeper_connect] = zk
+        return zk
+
+
+def close_zookeeper_sessions() -> None:
+    with _sessions_lock:
+        sessions = list(_sessions.values()) if _sessions_pid == os.getpid() else []
+        _sessions.clear()
+    for zk in sessions:
+        zk.stop()
+        zk.close()
+
+
+atexit.register(close_zookeeper_sessions)
 
 
 class AdminApi:

@@ -47,6 +47,15 @@ def redis_server(tmp_path_factory):
     process.wait(10)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def close_dashboard_zookeeper_sessions(zookeeper):
+    """The dashboard keeps its ZooKeeper session open; close it before ZooKeeper stops."""
+    yield
+    from dashboard.core.admin_api import close_zookeeper_sessions
+
+    close_zookeeper_sessions()
+
+
 @pytest.fixture
 def channel_layer_on_redis(settings, redis_server):
     """Point the Channels layer at the test's redis-server (a fresh layer per test)."""
