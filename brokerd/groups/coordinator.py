@@ -213,6 +213,7 @@ class GroupCoordinator:
         if group.join_timer is not None:
             group.join_timer.cancel()
             group.join_timer = None
+        self._clear_pending_sync(group)
         for member in group.members.values():
             if member.heartbeat_timer is not None:
                 member.heartbeat_timer.cancel()
@@ -547,6 +548,7 @@ class GroupCoordinator:
             self._reset_and_propagate_assignment_error(group, E.rebalance_in_progress)
         if group.join_timer is not None:
             group.join_timer.cancel()
+        self._clear_pending_sync(group)
         loop = asyncio.get_running_loop()
         initial = group.is_in(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE, now_ms())
@@ -628,6 +630,54 @@ class GroupCoordinator:
             member.complete_join(self._current_generation(group, member.member_id))
             self._schedule_heartbeat(group, member)
             member.is_new = False
+        self._schedule_pending_sync(group)
+
+    # Members that joined but never sync (Kafka's pending-sync expiry, KAFKA-13102) -----------
+    def _schedule_pending_sync(self, group: Group) -> None:
+        """Every member of the new generation owes a SyncGroup; those that still owe it after
+        the rebalance timeout are removed, or a member that heartbeats but never syncs would
+        hold the group (or its assigned partitions) forever."""
+        self._clear_pending_sync(group)
+        group.pending_sync = set(group.members)
+        group.sync_timer = asyncio.get_running_loop().call_later(
+            group.rebalance_timeout_ms() / 1000,
+            self._pending_sync_expired,
+            group,
+            group.generation_id,
+        )
+
+    def _clear_pending_sync(self, group: Group) -> None:
+        group.pending_sync.clear()
+        if group.sync_timer is not None:
+            group.sync_timer.cancel()
+            group.sync_timer = None
+
+    def _synced(self, group: Group, member_id: str) -> None:
+        group.pending_sync.discard(member_id)
+        if not group.pending_sync:
+            self._clear_pending_sync(group)
+
+    def _pending_sync_expired(self, group: Group, generation_id: int) -> None:
+        group.sync_timer = None
+        if (
+            self.groups.get(group.group_id) is not group
+            or generation_id != group.generation_id
+            or not group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
+            or not group.pending_sync
+        ):
+            return
+        missing = sorted(group.pending_sync)
+        for member_id in missing:
+            if group.has(member_id):
+                self._cancel_heartbeat(group.get(member_id))
+                group.remove(member_id)
+        log.info(
+            "group %s removed members that did not sync generation %d: %s",
+            group.group_id,
+            generation_id,
+            ", ".join(missing),
+        )
+        self._prepare_rebalance(group, f"removing {len(missing)} members on pending sync expiry")
 
     def _reset_and_propagate_assignment_error(self, group: Group, error: int) -> None:
         for member in group.members.values():
@@ -684,12 +734,14 @@ class GroupCoordinator:
         if group.is_in(GroupState.PREPARING_REBALANCE):
             return E.rebalance_in_progress, b"", group
         if group.is_in(GroupState.STABLE):
+            self._synced(group, member_id)
             self._schedule_heartbeat(group, member)
             return E.none, member.assignment, group
         # CompletingRebalance: wait for the leader's assignment.
         if not member.is_awaiting_sync:
             member.sync_future = asyncio.get_running_loop().create_future()
         future = member.sync_future
+        self._synced(group, member_id)
         if group.is_leader(member_id):
             complete = {m: assignments.get(m, b"") for m in group.members}
             generation = group.generation_id

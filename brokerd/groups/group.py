@@ -116,11 +116,13 @@ class Group:
     leader_id: str | None = None
     members: dict[str, Member] = field(default_factory=dict)  # in join order
     pending_members: set[str] = field(default_factory=set)  # got MEMBER_ID_REQUIRED
+    pending_sync: set[str] = field(default_factory=set)  # joined this generation, no SyncGroup yet
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
     new_member_added: bool = False
     initial_join: bool = False  # the join timer is the new group's initial delay
     join_timer: asyncio.TimerHandle | None = None
+    sync_timer: asyncio.TimerHandle | None = None  # removes members still in pending_sync
     pending_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
 
     # State ----------------------------------------------------------------------------
@@ -161,6 +163,7 @@ class Group:
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
         self.pending_members.discard(member_id)
+        self.pending_sync.discard(member_id)
         if member is None:
             return None
         if (
@@ -177,6 +180,9 @@ class Group:
         member.member_id = new_id
         self.members[new_id] = member
         self.static_members[instance_id] = new_id
+        if old_id in self.pending_sync:  # the new incarnation owes the sync instead
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new_id)
         if self.leader_id == old_id:
             self.leader_id = new_id
         return member

@@ -17,8 +17,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from brokerd.protocol.errors import ErrorCode as E
 from tests.compat.group_support import Member, balanced, wait_for
 from tests.harness import ROOT
+from tests.integration.test_groups_protocol import heartbeat, join
+from tests.integration.wire import WireClient
 
 SESSION_MS = 6000
 
@@ -163,6 +166,40 @@ def test_every_assignor_splits_and_hands_over(group_broker, topic_name):
         for pair in pairs:
             for m in pair:
                 m.terminate()
+
+
+def test_member_that_joins_but_never_syncs_is_removed(group_broker, topic_name):
+    """A raw member joins a kafka-python consumer's group, heartbeats, never sends SyncGroup:
+    after the rebalance timeout the coordinator drops it (Kafka's pending-sync expiry) and
+    the real consumer gets back the partitions the leader had handed it."""
+    bootstrap = group_broker.bootstrap
+    create_topic(bootstrap, topic_name, 3)
+    group = group_id()
+    real = Member("kafka-python", bootstrap, group, topic_name, max_poll_ms=4000)
+    try:
+        wait_for(lambda: real.partitions == {0, 1, 2}, 40, "the real member to own everything")
+        produce(bootstrap, topic_name, 30, 3)
+        wait_for(lambda: len(real.records) >= 30, 30, "the first records consumed")
+        with WireClient(bootstrap) as stuck:
+            timeouts = {"topics": (topic_name,), "session": 60000, "rebalance": 4000}
+            first = join(stuck, group, **timeouts)
+            joined = join(stuck, group, first.member_id, **timeouts)
+            assert joined.error_code == E.none and joined.leader != joined.member_id
+            heartbeats = []
+
+            def back_to_one_member() -> bool:
+                # Heartbeating all along: only the missing SyncGroup can get it removed.
+                heartbeats.append(heartbeat(stuck, group, joined.generation_id, joined.member_id))
+                return real.partitions == {0, 1, 2} and heartbeats[-1] == E.unknown_member_id
+
+            wait_for(back_to_one_member, 40, "the never-syncing member to be removed")
+        assert any(len(a) < 3 for a in real.assignments)  # it had handed some partitions over
+        produce(bootstrap, topic_name, 30, 3)
+        wait_for(lambda: len(real.records) >= 60, 30, "the later records consumed")
+        assert {p for p, _, _ in real.records[30:]} == {0, 1, 2}
+        assert f"group {group} removed members that did not sync" in group_broker.output
+    finally:
+        real.terminate()
 
 
 def _generations(broker, group: str) -> int:

@@ -39,7 +39,9 @@ def new_group() -> str:
     return f"g-{uuid.uuid4().hex[:10]}"
 
 
-def join_request(group, member_id="", instance_id=None, version=5, topics=("t",), session=6000):
+def join_request(
+    group, member_id="", instance_id=None, version=5, topics=("t",), session=6000, rebalance=10000
+):
     protocol = nested(
         JOIN, version, "JoinGroupRequestProtocol", name="range", metadata=subscription(*topics)
     )
@@ -48,7 +50,7 @@ def join_request(group, member_id="", instance_id=None, version=5, topics=("t",)
         version,
         group_id=group,
         session_timeout=_ms(session),
-        rebalance_timeout=_ms(10000),
+        rebalance_timeout=_ms(rebalance),
         member_id=member_id,
         group_instance_id=instance_id,
         protocol_type="consumer",
@@ -74,22 +76,26 @@ def join_dynamic(client, group, version=5, **kw):
     return join(client, group, first.member_id, version=version, **kw)
 
 
+def sync_request(group, generation, member_id, assignments=(), instance_id=None, version=3):
+    return request(
+        14,
+        version,
+        group_id=group,
+        generation_id=generation,
+        member_id=member_id,
+        group_instance_id=instance_id,
+        protocol_type=None,
+        protocol_name=None,
+        assignments=tuple(
+            nested(14, version, "SyncGroupRequestAssignment", member_id=m, assignment=a)
+            for m, a in assignments
+        ),
+    )
+
+
 def sync(client, group, generation, member_id, assignments=(), instance_id=None, version=3):
     return client.call(
-        request(
-            14,
-            version,
-            group_id=group,
-            generation_id=generation,
-            member_id=member_id,
-            group_instance_id=instance_id,
-            protocol_type=None,
-            protocol_name=None,
-            assignments=tuple(
-                nested(14, version, "SyncGroupRequestAssignment", member_id=m, assignment=a)
-                for m, a in assignments
-            ),
-        )
+        sync_request(group, generation, member_id, assignments, instance_id, version)
     )
 
 
@@ -456,6 +462,40 @@ def test_second_member_triggers_rebalance_in_progress(group_broker, topic):
         assert left.error_code == E.none
         assert heartbeat(a, group, 2, first.member_id) == E.rebalance_in_progress
         assert join(a, group, first.member_id).generation_id == 3
+
+
+def test_a_leader_that_never_syncs_is_removed_after_the_rebalance_timeout(group_broker, topic):
+    """Kafka's pending-sync expiry: members of a new generation that send no SyncGroup
+    within the rebalance timeout are removed and the group rebalances without them, even
+    if they keep heartbeating (a long session timeout would not free the group)."""
+    group = new_group()
+    timeouts = {"session": 60000, "rebalance": 1500}
+    with WireClient(group_broker.bootstrap) as a, WireClient(group_broker.bootstrap) as b:
+        first = join_dynamic(a, group, **timeouts)
+        sync(a, group, 1, first.member_id, [(first.member_id, assignment(topic, [0, 1, 2]))])
+        b_first = join(b, group, **timeouts)
+        b.send(join_request(group, b_first.member_id, **timeouts))
+        assert heartbeat(a, group, 1, first.member_id) == E.rebalance_in_progress
+        rejoined = join(a, group, first.member_id, **timeouts)
+        _, b_joined = b.receive(JOIN, 5)
+        assert rejoined.leader == first.member_id and b_joined.generation_id == 2
+        # The follower syncs and waits for an assignment the leader never sends; the leader
+        # heartbeats (CompletingRebalance answers NONE) but never syncs.
+        b.send(sync_request(group, 2, b_first.member_id))
+        assert heartbeat(a, group, 2, first.member_id) == E.none
+        _, b_sync = b.receive(14, 3)
+        assert b_sync.error_code == E.rebalance_in_progress
+        assert heartbeat(a, group, 2, first.member_id) == E.unknown_member_id
+        alone = join(b, group, b_first.member_id, **timeouts)
+        assert (alone.error_code, alone.generation_id, alone.leader) == (
+            E.none,
+            3,
+            b_first.member_id,
+        )
+        assert [m.member_id for m in alone.members] == [b_first.member_id]
+        synced = sync(b, group, 3, b_first.member_id, [(b_first.member_id, b"x")])
+        assert synced.error_code == E.none
+    assert "did not sync generation 2" in group_broker.output
 
 
 def test_static_member_replacement_fences_the_old_instance(group_broker, topic):
