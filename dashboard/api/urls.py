@@ -12,7 +12,9 @@ from . import views_topics as topics
 C = "clusters/<str:cluster_id>"
 T = f"{C}/topics/<str:topic_name>"
 P = f"{T}/partitions/<int:partition_id>"
-G = f"{C}/consumer-groups/<str:group_id>"
+# Kafka allows "/" (and anything else) in group ids: `path` takes them, percent-encoded or not
+# (the server decodes %2F before routing), so a group's sub-resources are tried before it.
+G = f"{C}/consumer-groups/<path:group_id>"
 L = f"{C}/spark-loads/<int:load_id>"
 
 urlpatterns = [
@@ -32,9 +34,7 @@ urlpatterns = [
     path(f"{P}/segments", partitions.SegmentList.as_view(), name="segments"),
     path(f"{T}/records", records.RecordList.as_view(), name="records"),
     path(f"{C}/consumer-groups", groups.GroupList.as_view(), name="consumer-groups"),
-    path(G, groups.GroupDetail.as_view(), name="consumer-group"),
     path(f"{G}/consumers", groups.ConsumerList.as_view(), name="consumers"),
-    path(f"{G}/consumers/<str:consumer_id>", groups.ConsumerDetail.as_view(), name="consumer"),
     path(f"{G}/lags", groups.LagList.as_view(), name="consumer-lags"),
     path(
         f"{G}/lags/<str:topic_name>/partitions/<int:partition_id>",
@@ -43,6 +43,8 @@ urlpatterns = [
     ),
     path(f"{G}/lag-summary", groups.LagSummary.as_view(), name="consumer-lag-summary"),
     path(f"{G}/offsets:reset", groups.OffsetReset.as_view(), name="consumer-offsets-reset"),
+    path(f"{G}/consumers/<path:consumer_id>", groups.ConsumerDetail.as_view(), name="consumer"),
+    path(G, groups.GroupDetail.as_view(), name="consumer-group"),
     path(f"{C}/spark-loads", spark.SparkLoadList.as_view(), name="spark-loads"),
     path(L, spark.SparkLoadDetail.as_view(), name="spark-load"),
     path(f"{L}:cancel", spark.SparkLoadCancel.as_view(), name="spark-load-cancel"),
