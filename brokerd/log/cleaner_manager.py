@@ -74,6 +74,9 @@ class LogCleanerManager:
         self._idle_cleaners: list[Cleaner] = []  # an offset map is big: reuse them
         self._partition_locks: dict[TopicPartition, threading.Lock] = {}
         self.in_progress: set[TopicPartition] = set()
+        # As Kafka (KIP-346): a partition whose cleaning failed is skipped from then on
+        # (until restart), so one bad log does not stall compaction of all the others.
+        self.uncleanable: set[TopicPartition] = set()
         self.last_reports: dict[TopicPartition, CleanReport] = {}
         self.last_retention: dict[TopicPartition, RetentionReport] = {}
         self.dirty_stats: dict[TopicPartition, DirtyStats] = {}
@@ -147,7 +150,9 @@ class LogCleanerManager:
         best: tuple[float, Log] | None = None
         for candidate in logs:
             tp = (candidate.topic, candidate.partition)
-            if not candidate.config.compact or candidate.closed or tp in self.in_progress:
+            if not candidate.config.compact or candidate.closed:
+                continue
+            if tp in self.in_progress or tp in self.uncleanable:
                 continue
             stats = self.dirty_stats_for(candidate, now_ms)
             eligible = (stats.needs_compaction_now and stats.dirty_bytes > 0) or (
@@ -217,6 +222,11 @@ class LogCleanerManager:
             return None
         try:
             return self.clean_log(chosen)
+        except Exception:
+            with self._lock:
+                self.uncleanable.add((chosen.topic, chosen.partition))
+            log.error("%s-%d: marked uncleanable", chosen.topic, chosen.partition)
+            raise
         finally:
             self.done_cleaning(chosen)
 
@@ -243,6 +253,7 @@ class LogCleanerManager:
             return {
                 "last_run_ms": self.last_run_ms,
                 "in_progress": sorted(f"{t}-{p}" for t, p in self.in_progress),
+                "uncleanable": sorted(f"{t}-{p}" for t, p in self.uncleanable),
                 "logs": {
                     f"{t}-{p}": {
                         "dirty": stats.as_dict(),

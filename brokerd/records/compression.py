@@ -10,6 +10,11 @@
 gzip, LZ4 and zstd streams may hold several concatenated members/frames, as their formats
 allow; all are decoded. A truncated frame, or bytes after the last frame that are not one,
 is an error rather than silently shorter output.
+
+Decoding is capped (`MAX_DECOMPRESSED_BYTES`): a few KiB of gzip or zstd can claim gigabytes
+(a compression bomb), and the broker decodes produced batches (compacted topics, timestamp
+checks, legacy wrappers) and stored ones (the cleaner). Streams are fed to their decoder in
+small slices, so output past the cap is never more than one slice's worth of expansion.
 """
 
 from __future__ import annotations
@@ -43,9 +48,22 @@ _SNAPPY_MAX_EXPANSION = 22
 
 _zstd_compressor = zstandard.ZstdCompressor(level=3)
 
+# Kafka sets no uncompressed limit; this one sits above any batch a client builds (the Java
+# client's buffer.memory is 32 MiB, librdkafka's batch.size at most 2 GB but 1 MB by
+# default) and alike to socket.request.max.bytes (100 MiB).
+MAX_DECOMPRESSED_BYTES = 128 << 20
+# Compressed bytes per decoder call: zstd expands at most ~32,768x (an RLE block), gzip
+# ~1,032x, LZ4 ~255x, so one call overshoots the cap by at most ~32 MiB / 16 MiB / 4 MiB.
+_ZSTD_STEP = 1 << 10
+_STEP = 16 << 10
+
 
 class CompressionError(ValueError):
     """A payload that its codec cannot decode, or an unknown codec id."""
+
+
+class DecompressedSizeError(CompressionError):
+    """A payload that decodes to more than the cap allows (a compression bomb)."""
 
 
 def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
@@ -71,7 +89,10 @@ def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
     raise CompressionError(f"unknown compression codec {codec}")
 
 
-def decompress(codec: int, data: bytes | memoryview, magic: int = 2) -> bytes:
+def decompress(
+    codec: int, data: bytes | memoryview, magic: int = 2, max_size: int = MAX_DECOMPRESSED_BYTES
+) -> bytes:
+    """The decoded payload; DecompressedSizeError when it would exceed `max_size` bytes."""
     data = bytes(data)
     if codec == ZSTD and magic < 2:
         raise CompressionError("zstd needs record batch v2")
@@ -79,19 +100,17 @@ def decompress(codec: int, data: bytes | memoryview, magic: int = 2) -> bytes:
         if codec == NONE:
             return data
         if codec == GZIP:
-            return _decode_frames(data, lambda: zlib.decompressobj(wbits=31), "gzip")
+            return _decode_frames(data, _gzip_decoder, "gzip", max_size, _STEP)
         if codec == SNAPPY:
-            return _snappy_decompress(data)
+            return _snappy_decompress(data, max_size)
         if codec == LZ4:
             if magic == 0:
                 data = _fix_lz4_header_checksum(data)
             # The streaming decoder, unlike lz4.frame.decompress, does not allocate a frame's
             # declared content size up front (a forged size would be a MemoryError).
-            return _decode_frames(data, lz4.frame.LZ4FrameDecompressor, "lz4")
+            return _decode_frames(data, lz4.frame.LZ4FrameDecompressor, "lz4", max_size, _STEP)
         if codec == ZSTD:
-            return _decode_frames(
-                data, lambda: zstandard.ZstdDecompressor().decompressobj(), "zstd"
-            )
+            return _decode_frames(data, _zstd_decoder, "zstd", max_size, _ZSTD_STEP)
     except CompressionError:
         raise
     except Exception as exc:  # each library raises its own types
@@ -99,18 +118,39 @@ def decompress(codec: int, data: bytes | memoryview, magic: int = 2) -> bytes:
     raise CompressionError(f"unknown compression codec {codec}")
 
 
-def _decode_frames(data: bytes, new_decoder, codec_name: str) -> bytes:
-    """Decode one or more concatenated frames; each decoder object handles exactly one."""
+def _gzip_decoder():
+    return zlib.decompressobj(wbits=31)
+
+
+def _zstd_decoder():
+    return zstandard.ZstdDecompressor().decompressobj()
+
+
+def _decode_frames(data: bytes, new_decoder, codec_name: str, max_size: int, step: int) -> bytes:
+    """Decode one or more concatenated frames (each decoder object handles exactly one),
+    feeding `step` bytes at a time so that a bomb is stopped near `max_size`."""
     out = bytearray()
-    rest = data
+    view = memoryview(data)
+    pos = 0
+    decoder = new_decoder()
     while True:
-        decoder = new_decoder()
-        out += decoder.decompress(rest)
-        if not decoder.eof:
+        if decoder.eof:
+            chunk = decoder.unused_data  # the next frame's start, fed to a new decoder
+            if not chunk and pos >= len(view):
+                return bytes(out)
+            decoder = new_decoder()
+        elif pos < len(view):
+            chunk = bytes(view[pos : pos + step])
+            pos += step
+        else:
             raise CompressionError(f"truncated {codec_name} stream")
-        rest = decoder.unused_data
-        if not rest:
-            return bytes(out)
+        if chunk:
+            out += decoder.decompress(chunk)
+        if len(out) > max_size:
+            raise DecompressedSizeError(
+                f"{codec_name} payload of {len(data)} bytes decompresses to more than "
+                f"{max_size} bytes"
+            )
 
 
 def _xerial_compress(data: bytes) -> bytes:
@@ -123,9 +163,9 @@ def _xerial_compress(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _snappy_decompress(data: bytes, max_size: int) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
-        return _snappy_decompress_block(data)
+        return _snappy_decompress_block(data, max_size)
     # The version and compat ints after the magic are not checked: some producers write
     # them little-endian, and the Java and Python clients ignore them too.
     if len(data) < len(_XERIAL_HEADER):
@@ -139,18 +179,20 @@ def _snappy_decompress(data: bytes) -> bytes:
         pos += 4
         if size < 0 or pos + size > len(data):
             raise CompressionError("truncated xerial snappy block")
-        out += _snappy_decompress_block(data[pos : pos + size])
+        out += _snappy_decompress_block(data[pos : pos + size], max_size - len(out))
         pos += size
     return bytes(out)
 
 
-def _snappy_decompress_block(block: bytes) -> bytes:
+def _snappy_decompress_block(block: bytes, max_size: int) -> bytes:
     try:
         declared, _ = decode_unsigned(block, 0)
     except VarintError as exc:
         raise CompressionError(f"bad snappy length prefix: {exc}") from exc
     if declared > _SNAPPY_MAX_EXPANSION * len(block):
         raise CompressionError(f"snappy block of {len(block)} bytes claims {declared} bytes")
+    if declared > max_size:  # raw snappy states its decoded length up front
+        raise DecompressedSizeError(f"snappy payload decompresses to more than {max_size} bytes")
     return bytes(cramjam.snappy.decompress_raw(block))
 
 

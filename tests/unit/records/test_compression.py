@@ -1,14 +1,22 @@
 """Codec framing: round trips, concatenated frames, truncation, trailing bytes, hostile sizes."""
 
+import resource
 import struct
 
+import cramjam
 import lz4.frame
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokerd.records import compression
-from brokerd.records.compression import CompressionError, compress, decompress
+from brokerd.records.compression import (
+    CompressionError,
+    DecompressedSizeError,
+    compress,
+    decompress,
+)
+from tests.bombs import bomb_payload
 
 from .strategies import V2_CODECS
 
@@ -101,3 +109,32 @@ def test_xerial_header_alone_is_empty_but_a_cut_header_is_an_error():
     assert decompress(compression.SNAPPY, header) == b""
     with pytest.raises(CompressionError):
         decompress(compression.SNAPPY, header[:12])
+
+
+# Compression bombs ---------------------------------------------------------------------
+@pytest.mark.parametrize("codec", FRAMED)
+def test_output_over_the_cap_is_refused(codec):
+    payload = bomb_payload(codec, 8)
+    assert len(decompress(codec, payload, max_size=8 << 20)) == 8 << 20  # at the cap: fine
+    with pytest.raises(DecompressedSizeError, match="more than"):
+        decompress(codec, payload, max_size=(8 << 20) - 1)
+
+
+def test_snappy_refuses_a_block_declaring_more_than_the_cap():
+    data = b"s" * 100_000
+    for payload in (compress(compression.SNAPPY, data), cramjam.snappy.compress_raw(data)):
+        assert decompress(compression.SNAPPY, bytes(payload)) == data
+        with pytest.raises(DecompressedSizeError):
+            decompress(compression.SNAPPY, bytes(payload), max_size=50_000)
+
+
+@pytest.mark.parametrize("codec", [compression.GZIP, compression.ZSTD])
+def test_a_gigabyte_bomb_stops_at_the_default_cap(codec):
+    # 2 GiB of zeros in a ~2 MiB gzip or ~100 KiB zstd payload: refused after at most the cap
+    # plus one decoder step, never decoded whole (that would need 2-4 GiB of memory).
+    payload = bomb_payload(codec, 2048)
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(DecompressedSizeError):
+        decompress(codec, payload)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
+    assert grown_kib * 1024 < 2 * compression.MAX_DECOMPRESSED_BYTES
