@@ -186,8 +186,8 @@ async def get_cleaner(request: web.Request) -> web.Response:
             "enabled": broker.replicas.cleaner is not None,
             "last_run_ms": snapshot["last_run_ms"],
             "in_progress": snapshot["in_progress"],
-            "thread": {
             "uncleanable": snapshot["uncleanable"],
+            "thread": {
                 "alive": thread.is_alive() if thread is not None else False,
                 "passes": thread.passes if thread is not None else 0,
                 "errors": thread.errors if thread is not None else 0,
