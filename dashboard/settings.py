@@ -147,6 +147,11 @@ HISTORY_RETENTION_DAYS = int(os.environ.get("DASHBOARD_HISTORY_RETENTION_DAYS", 
 CELERY_BEAT_SCHEDULE = {
     # Installed into django-celery-beat's tables by the DatabaseScheduler at start.
     "record-history": {"task": "tasks.history.record_history", "schedule": HISTORY_INTERVAL_S},
+    # Spark loads whose Celery worker died end failed (tasks/spark_reconcile.py).
+    "reconcile-spark-loads": {
+        "task": "tasks.spark_reconcile.reconcile_spark_loads",
+        "schedule": float(os.environ.get("SPARK_RECONCILE_S", "30")),
+    },
 }
 
 REST_FRAMEWORK = {

@@ -28,6 +28,26 @@ JOBS = {
 }
 
 
+@dataclass(frozen=True)
+class Progress:
+    """A job's BROKERD_PROGRESS line: Spark tasks and stages done of those seen so far."""
+
+    tasks_done: int
+    tasks_total: int
+    stages_done: int = 0
+    stages_total: int = 0
+
+    @classmethod
+    def parse(cls, payload: str) -> Progress:
+        line = json.loads(payload)
+        return cls(
+            int(line["done"]),
+            int(line["total"]),
+            int(line.get("stages_done", 0)),
+            int(line.get("stages_total", 0)),
+        )
+
+
 @dataclass
 class Outcome:
     returncode: int | None
@@ -70,7 +90,7 @@ def follow(
     argv: list[str],
     log_path: Path,
     *,
-    on_progress: Callable[[int, int], None] = lambda done, total: None,
+    on_progress: Callable[[Progress], None] = lambda progress: None,
     on_start: Callable[[int], None] = lambda pid: None,
     should_cancel: Callable[[], bool] = lambda: False,
     poll_interval: float = 0.5,
@@ -116,30 +136,29 @@ def follow(
                 tail.append(line.rstrip("\n"))
                 kind, _, payload = line.partition(" ")
                 if kind == PROGRESS:
-                    progress = json.loads(payload)
-                    on_progress(int(progress["done"]), int(progress["total"]))
+                    on_progress(Progress.parse(payload))
                 elif kind == RESULT:
                     result = json.loads(payload)
             if not cancelled and not finished and should_cancel():
                 cancelled = True
                 log.write("brokerd: cancelled, stopping the Spark job\n")
-                stop_group(process, kill_grace)
+                stop_group(process.pid, kill_grace)
         process.wait()
         reader.join(5)
     return Outcome(process.returncode, result, cancelled, list(tail), process.pid)
 
 
-def stop_group(process: subprocess.Popen, grace: float) -> None:
-    """SIGTERM to the job's process group, SIGKILL to whatever is left after `grace`."""
+def stop_group(pgid: int, grace: float = 10.0) -> None:
+    """SIGTERM to a job's process group, SIGKILL to whatever is left after `grace`."""
     try:
-        os.killpg(process.pid, signal.SIGTERM)
+        os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and group_alive(process.pid):
+    while time.monotonic() < deadline and group_alive(pgid):
         time.sleep(0.1)
     try:
-        os.killpg(process.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
 
@@ -157,3 +176,14 @@ def group_alive(pgid: int) -> bool:
         if fields[0] != "Z" and int(fields[2]) == pgid:
             return True
     return False
+
+
+def start_ticks(pid: int) -> int | None:
+    """When the process started (clock ticks since boot), None if there is no such process:
+    with its pid, this names one process, whatever later reuses the pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] == "Z" else int(fields[19])

@@ -20,5 +20,5 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 
 # tasks/ is not a Django app, so its modules are listed; spark.py belongs to the Spark loads
 # and is included once it exists.
-_MODULES = ["tasks.maintenance", "tasks.history", "tasks.spark"]
+_MODULES = ["tasks.maintenance", "tasks.history", "tasks.spark", "tasks.spark_reconcile"]
 app.conf.include = [m for m in _MODULES if importlib.util.find_spec(m) is not None]

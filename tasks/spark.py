@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from typing import Any
 
@@ -31,18 +32,24 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard.core.models import LoadStatus, SparkLoad
+from dashboard.core.models import ACTIVE_LOAD_STATUSES, LoadStatus, SparkLoad
 from spark_jobs import launcher
 
 log = logging.getLogger(__name__)
 
 RUN_TASK = "tasks.spark.run_spark_load"
 PROGRESS_EVERY_S = 0.5
+HEARTBEAT_EVERY_S = 5.0  # how often a running load's task says it is alive (reconcile.py)
 
 
 def spark_load_group(load_id: int) -> str:
     """The Channels group a load's page joins for live progress."""
     return f"sparkload.{load_id}"
+
+
+def spark_loads_group(cluster_name: str) -> str:
+    """The Channels group of a cluster's loads list: every change of any of its loads."""
+    return f"sparkloads.{cluster_name}"
 
 
 def load_payload(load: SparkLoad) -> dict[str, Any]:
@@ -53,26 +60,34 @@ def load_payload(load: SparkLoad) -> dict[str, Any]:
         "id": load.id,
         "cluster_id": load.cluster.name,
         "direction": load.direction,
+        "direction_label": load.get_direction_display(),
         "topic": load.topic,
         "output": load.output,
         "status": load.status,
         "progress": load.progress,
         "tasks_done": load.tasks_done,
         "tasks_total": load.tasks_total,
+        "stages_done": load.stages_done,
+        "stages_total": load.stages_total,
+        "progress_text": load.progress_text(),
         "result": load.result,
+        "requested_by": load.requested_by.get_username() if load.requested_by_id else None,
+        "created_ms": ms(load.created_at),
         "started_ms": ms(load.started_at),
         "finished_ms": ms(load.finished_at),
     }
 
 
 def publish(load: SparkLoad) -> None:
-    """Push the load's state to its page (best effort: the database has it anyway)."""
+    """Push the load's state to its page and to its cluster's loads list (best effort: the
+    database has it anyway)."""
     layer = get_channel_layer()
     if layer is None:
         return
     message = {"type": "snapshot", "payload": {"kind": "spark_load", "data": load_payload(load)}}
     try:
-        async_to_sync(layer.group_send)(spark_load_group(load.id), message)
+        for group in (spark_load_group(load.id), spark_loads_group(load.cluster.name)):
+            async_to_sync(layer.group_send)(group, message)
     except Exception:
         log.warning("could not publish spark load %s", load.id, exc_info=True)
 
@@ -125,13 +140,28 @@ def log_path_for(load: SparkLoad):
     return settings.VAR_DIR / "spark-logs" / f"load-{load.id}.log"
 
 
+def this_process() -> dict[str, Any]:
+    """The host and process running a load's task: what reconcile checks is still alive."""
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "started": launcher.start_ticks(pid)}
+
+
 @shared_task(name=RUN_TASK)
 def run_spark_load(load_id: int) -> dict[str, Any]:
     """Run a queued SparkLoad to the end (or until cancelled) and record how it went."""
-    load = SparkLoad.objects.select_related("cluster").get(pk=load_id)
+    from .spark_reconcile import reconcile_loads
+
+    reconcile_loads()  # a dead load's orphaned job must not hold this one's output lock
+    load = SparkLoad.objects.select_related("cluster", "requested_by").get(pk=load_id)
     path = log_path_for(load)
+    runner = this_process()
     claimed = SparkLoad.objects.filter(pk=load_id, status=LoadStatus.QUEUED).update(
-        status=LoadStatus.RUNNING, started_at=timezone.now(), log_path=str(path), progress=0.0
+        status=LoadStatus.RUNNING,
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+        runner=runner,
+        log_path=str(path),
+        progress=0.0,
     )
     load.refresh_from_db()
     if not claimed:  # cancelled before it started, or already run
@@ -146,25 +176,37 @@ def run_spark_load(load_id: int) -> dict[str, Any]:
         return _finish(load, LoadStatus.FAILED, {"error": str(exc)})
     master = _setting("SPARK_MASTER", "local[*]")
     argv = launcher.command(job, arguments, master=master, conf=spark_conf(master))
-    last_push = [0.0]
+    last_push, last_beat = [0.0], [time.monotonic()]
 
-    def on_progress(done: int, total: int) -> None:
+    def on_progress(progress: launcher.Progress) -> None:
+        done, total = progress.tasks_done, progress.tasks_total
         now = time.monotonic()
         if now - last_push[0] < PROGRESS_EVERY_S and done < total:
             return
         last_push[0] = now
-        # Never past 99 % before the result is recorded; never overwrite a cancel request.
-        load.progress = min(done / total, 0.99) if total else 0.0
+        # Never past 99 % before the result is recorded, never backwards (a later Spark job
+        # adds stages); never overwrite a cancel request.
+        fraction = min(done / total, 0.99) if total else 0.0
+        load.progress = max(load.progress, fraction)
         load.tasks_done, load.tasks_total = done, total
+        load.stages_done, load.stages_total = progress.stages_done, progress.stages_total
         SparkLoad.objects.filter(pk=load.id, status=LoadStatus.RUNNING).update(
-            progress=load.progress, tasks_done=done, tasks_total=total
+            progress=load.progress,
+            tasks_done=done,
+            tasks_total=total,
+            stages_done=load.stages_done,
+            stages_total=load.stages_total,
         )
         publish(load)
 
     def on_start(pid: int) -> None:
-        SparkLoad.objects.filter(pk=load.id).update(result={"pid": pid})
+        load.runner = {**runner, "job_pid": pid, "job_started": launcher.start_ticks(pid)}
+        SparkLoad.objects.filter(pk=load.id).update(result={"pid": pid}, runner=load.runner)
 
     def should_cancel() -> bool:
+        if time.monotonic() - last_beat[0] >= HEARTBEAT_EVERY_S:
+            last_beat[0] = time.monotonic()
+            SparkLoad.objects.filter(pk=load.id).update(heartbeat_at=timezone.now())
         return SparkLoad.objects.filter(pk=load.id, status=LoadStatus.CANCELLING).exists()
 
     outcome = launcher.follow(
@@ -187,10 +229,12 @@ def run_spark_load(load_id: int) -> dict[str, Any]:
 
 
 def _finish(load: SparkLoad, status: str, result: dict, progress: float | None = None) -> dict:
-    load.status, load.result, load.finished_at = status, result, timezone.now()
+    """End the load, unless it already ended (reconcile may have failed it meanwhile)."""
+    fields = {"status": status, "result": result, "finished_at": timezone.now()}
     if progress is not None:
-        load.progress = progress
-    load.save(update_fields=["status", "result", "finished_at", "progress"])
+        fields["progress"] = progress
+    SparkLoad.objects.filter(pk=load.id, status__in=ACTIVE_LOAD_STATUSES).update(**fields)
+    load.refresh_from_db()
     publish(load)
     return {"load_id": load.id, "status": load.status}
 

@@ -2,7 +2,7 @@
 
 An export reads a topic into Parquet (incrementally, or from a timestamp); an ingest writes
 files into a topic. Launching queues `tasks.spark.run_spark_load` on Celery; the load's
-status, progress (Spark tasks done) and result are read back here or followed live over
+status, progress (Spark stages and tasks done) and result are read back here or followed live over
 Channels. Launching and cancelling need the operator role and are audited.
 """
 
@@ -78,11 +78,11 @@ class SparkLoadCreateSerializer(serializers.Serializer):
         wrong = [f for f in (self.INGEST_ONLY if export else self.EXPORT_ONLY) if f in attrs]
         if wrong:
             raise serializers.ValidationError(
-                {f: f"not used by a {attrs['load_type']} load" for f in wrong}
+                {f: f"not used by an {attrs['load_type']} load" for f in wrong}
             )
         needed = "output_path" if export else "input_path"
         if not attrs.get(needed):
-            raise serializers.ValidationError({needed: f"a {attrs['load_type']} load needs it"})
+            raise serializers.ValidationError({needed: f"an {attrs['load_type']} load needs it"})
         try:
             attrs["path"] = spark_loads.resolve_path(attrs[needed], must_exist=not export)
         except spark_loads.LoadPathError as exc:
@@ -151,6 +151,9 @@ def load_resource(request, load: SparkLoad) -> dict:
             "percent": int(load.progress * 100),
             "tasks_done": load.tasks_done,
             "tasks_total": load.tasks_total,
+            "stages_done": load.stages_done,
+            "stages_total": load.stages_total,
+            "text": load.progress_text(),
         },
         result=result,
         requested_by=load.requested_by.get_username() if load.requested_by else None,
@@ -192,6 +195,7 @@ class SparkLoadList(ApiView):
         page = SparkLoadPageSerializer(data=request.query_params)
         page.is_valid(raise_exception=True)
         size, before = page.validated_data["page_size"], page.validated_data.get("page_token")
+        spark_loads.reconcile()
         loads = SparkLoad.objects.filter(cluster=cluster).select_related("cluster", "requested_by")
         if before is not None:
             loads = loads.filter(pk__lt=before)
@@ -215,6 +219,7 @@ class SparkLoadList(ApiView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         check_topic_exists(cluster, data["topic_name"])
+        spark_loads.reconcile()  # a dead load's leftover job must not hold the output
         spec = body.job_spec()
         details = {"load_type": data["load_type"], "path": str(data["path"]), **spec}
 
@@ -239,8 +244,9 @@ class SparkLoadList(ApiView):
 class SparkLoadDetail(ApiView):
     @api_doc(summary="A Spark load: status, progress, result", operation_id="getSparkLoad")
     def get(self, request, cluster_id: str, load_id: int):
-        load = get_load(get_cluster(cluster_id), load_id)
-        return Response(load_resource(request, load))
+        cluster = get_cluster(cluster_id)
+        spark_loads.reconcile()
+        return Response(load_resource(request, get_load(cluster, load_id)))
 
 
 class SparkLoadCancel(ApiView):

@@ -151,6 +151,12 @@ class SparkLoad(models.Model):
     progress = models.FloatField(default=0.0, help_text="0.0 to 1.0")
     tasks_done = models.IntegerField(default=0, help_text="Spark tasks finished so far")
     tasks_total = models.IntegerField(default=0, help_text="Spark tasks of the stages seen")
+    stages_done = models.IntegerField(default=0, help_text="Spark stages completed so far")
+    stages_total = models.IntegerField(default=0, help_text="Spark stages seen (not skipped)")
+    # Who runs it: {"host", "pid", "started" (the process's start time), "job_pid"}, and when
+    # that task last said it was alive; how a load whose worker died is found (reconcile).
+    runner = models.JSONField(default=dict, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     log_path = models.CharField(max_length=2000, blank=True)
     result = models.JSONField(default=dict, blank=True)
     celery_task_id = models.CharField(max_length=255, blank=True)
@@ -163,6 +169,17 @@ class SparkLoad(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+    def progress_text(self) -> str:
+        """`stage k of n, tasks x/y`: the stage it is in (or ended at) and the tasks done."""
+        if not self.tasks_total:
+            return ""
+        tasks = f"tasks {self.tasks_done}/{self.tasks_total}"
+        if not self.stages_total:
+            return tasks
+        return (
+            f"stage {min(self.stages_done + 1, self.stages_total)} of {self.stages_total}, {tasks}"
+        )
 
 
 class HistorySample(models.Model):

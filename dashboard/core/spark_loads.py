@@ -7,6 +7,7 @@ VAR_DIR/spark-data): a relative path is taken under it, an absolute one must lie
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from django.conf import settings
 from tasks import spark as tasks
 
 from .models import Cluster, LoadStatus, SparkLoad
+
+log = logging.getLogger(__name__)
 
 LOG_TAIL_MAX_LINES = 1000
 LOG_TAIL_MAX_BYTES = 256 * 1024
@@ -74,6 +77,7 @@ def launch(cluster: Cluster, user, *, direction: str, topic: str, path: Path, sp
             status=LoadStatus.FAILED, result={"error": f"could not queue the load: {exc}"}
         )
         load.refresh_from_db()
+        tasks.publish(load)
         raise
     return load
 
@@ -103,3 +107,14 @@ def cancel(load: SparkLoad) -> bool:
     if load.status == LoadStatus.CANCELLING:
         return True
     return tasks.cancel_load(load)
+
+
+def reconcile() -> None:
+    """End loads whose Celery worker died before they are shown (tasks/spark_reconcile.py);
+    a failure here must not keep the page or the API from answering."""
+    from tasks.spark_reconcile import reconcile_loads
+
+    try:
+        reconcile_loads()
+    except Exception:
+        log.warning("could not reconcile spark loads", exc_info=True)

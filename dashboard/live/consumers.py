@@ -143,3 +143,39 @@ class SparkLoadConsumer(_ClusterConsumer):
         kwargs = self.scope["url_route"]["kwargs"]
         latest = await _load_payload(kwargs["cluster_id"], kwargs["load_id"])  # read after joining
         await self.send_json({"kind": "spark_load", "data": latest or self.current})
+
+
+RECENTLY_ENDED_S = 60
+
+
+@database_sync_to_async
+def _changing_loads(cluster_name: str) -> list[dict]:
+    """Loads of the cluster that may have changed since a list page was rendered: the ones
+    still active, and the ones that ended a moment ago."""
+    import datetime
+
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from dashboard.core.models import ACTIVE_LOAD_STATUSES
+    from tasks.spark import load_payload
+
+    recently = timezone.now() - datetime.timedelta(seconds=RECENTLY_ENDED_S)
+    loads = SparkLoad.objects.filter(cluster__name=cluster_name).filter(
+        Q(status__in=ACTIVE_LOAD_STATUSES) | Q(finished_at__gte=recently)
+    )
+    return [load_payload(load) for load in loads.select_related("cluster", "requested_by")]
+
+
+class SparkLoadsConsumer(_ClusterConsumer):
+    """ws/clusters/<id>/spark-loads/: every change of the cluster's loads (new ones, status,
+    progress) for the loads list; on joining, the loads that may have changed meanwhile."""
+
+    def channel_group(self) -> str:
+        from tasks.spark import spark_loads_group
+
+        return spark_loads_group(self.cluster_name)
+
+    async def joined(self) -> None:
+        for payload in await _changing_loads(self.cluster_name):
+            await self.send_json({"kind": "spark_load", "data": payload})

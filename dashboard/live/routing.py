@@ -2,7 +2,12 @@
 
 from django.urls import path
 
-from .consumers import MaintenanceConsumer, SnapshotConsumer, SparkLoadConsumer
+from .consumers import (
+    MaintenanceConsumer,
+    SnapshotConsumer,
+    SparkLoadConsumer,
+    SparkLoadsConsumer,
+)
 
 C = "ws/clusters/<str:cluster_id>"
 
@@ -15,5 +20,6 @@ websocket_urlpatterns = [
     ),
     path(f"{C}/groups/<path:group_id>/", SnapshotConsumer.as_asgi()),
     path(f"{C}/maintenance/", MaintenanceConsumer.as_asgi()),
+    path(f"{C}/spark-loads/", SparkLoadsConsumer.as_asgi()),
     path(f"{C}/spark-loads/<int:load_id>/", SparkLoadConsumer.as_asgi()),
 ]

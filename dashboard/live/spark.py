@@ -1,6 +1,7 @@
-"""The Spark loads pages: the list with a launch form (topic, range, output path), and a load's
-page with its live progress (Channels, pushed by the Celery task), result, log tail and a
-cancel button. Launching and cancelling need the operator role and are audited."""
+"""The Spark loads pages: the list, live over Channels, with a launch form (an export: topic,
+range, output path; or an ingest: input files, format, columns, target topic), and a load's
+page with its live progress (stage k of n, tasks x/y; pushed by the Celery task), result, log
+tail and a cancel button. Launching and cancelling need the operator role and are audited."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from dashboard.core.models import ACTIVE_LOAD_STATUSES, Cluster, SparkLoad
 from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
 from tasks.spark import load_payload
 
-from ..api.resources import TOPIC_NAME
+from ..api.views_spark import DIRECTIONS, EXPORT, INGEST, SparkLoadCreateSerializer
 
 PAGE_SIZE = 50
 TOPICS_OFFERED = 1000
@@ -28,7 +29,16 @@ LOG_LINES = 40
 
 
 class LaunchForm(forms.Form):
-    topic = forms.RegexField(TOPIC_NAME.pattern, max_length=249)
+    """The page's launch form: an export (topic -> Parquet) or an ingest (files -> topic).
+    Its fields are turned into the REST API's request and checked by the API's serializer,
+    so the page and the API accept exactly the same loads; errors land on the form's fields."""
+
+    kind = forms.ChoiceField(
+        choices=[(EXPORT, "Export: topic to Parquet"), (INGEST, "Ingest: files into the topic")],
+        initial=EXPORT,
+        widget=forms.RadioSelect,
+    )
+    topic = forms.CharField(max_length=249)
     mode = forms.ChoiceField(
         choices=[
             ("incremental", "Incremental (what is new since the last load)"),
@@ -36,6 +46,7 @@ class LaunchForm(forms.Form):
         ],  # fmt: skip
         initial="incremental",
         widget=forms.RadioSelect,
+        required=False,
     )
     from_time = forms.DateTimeField(
         required=False,
@@ -43,29 +54,72 @@ class LaunchForm(forms.Form):
         widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"}),
         help_text="UTC",
     )
-    output_path = forms.CharField(max_length=1000, help_text="a directory under the data root")
-    records_per_task = forms.IntegerField(
-        required=False, min_value=1, max_value=2**31 - 1, help_text="split large partitions"
+    output_path = forms.CharField(
+        required=False, max_length=1000, help_text="a directory under the data root"
+    )
+    records_per_task = forms.IntegerField(required=False, help_text="split large partitions")
+    input_path = forms.CharField(
+        required=False, max_length=1000, help_text="a file or directory under the data root"
+    )
+    input_format = forms.ChoiceField(
+        choices=[
+            ("", "from the file suffix"),
+            ("csv", "CSV"),
+            ("json", "JSON"),
+            ("parquet", "Parquet"),
+        ],  # fmt: skip
+        required=False,
+    )
+    key_column = forms.CharField(required=False, max_length=128)
+    value_column = forms.CharField(
+        required=False, max_length=128, help_text="empty: the whole row as JSON"
     )
 
-    def clean_output_path(self):
-        try:
-            return spark_loads.resolve_path(self.cleaned_data["output_path"])
-        except spark_loads.LoadPathError as exc:
-            raise forms.ValidationError(str(exc)) from None
+    # API request field -> the form field its errors belong to
+    API_FIELDS = {
+        "load_type": "kind",
+        "topic_name": "topic",
+        "from_timestamp": "from_time",
+        "format": "input_format",
+    }
 
     def clean(self):
         data = super().clean()
-        if data.get("mode") == "from_timestamp" and not data.get("from_time"):
-            self.add_error("from_time", "a load from a point in time needs the time")
+        if self.errors:
+            return data
+        request = self.api_request(data)
+        if request is None:
+            return data
+        self.api = SparkLoadCreateSerializer(data=request)
+        if not self.api.is_valid():
+            for name, errors in self.api.errors.items():
+                field = self.API_FIELDS.get(name, name)
+                for error in errors if isinstance(errors, list) else [errors]:
+                    self.add_error(field if field in self.fields else None, str(error))
         return data
 
-    def from_timestamp_ms(self) -> int | None:
-        data = self.cleaned_data
-        if data["mode"] != "from_timestamp":
-            return None
-        moment = data["from_time"].replace(tzinfo=datetime.UTC)  # the form's times are UTC
-        return int(moment.timestamp() * 1000)
+    def api_request(self, data) -> dict | None:
+        """The REST API's launch request for what was filled in (None: an error was added)."""
+        request = {"load_type": data["kind"], "topic_name": data["topic"]}
+        if data["kind"] == EXPORT:
+            if data.get("output_path"):
+                request["output_path"] = data["output_path"]
+            if data.get("records_per_task") is not None:
+                request["records_per_task"] = data["records_per_task"]
+            if data.get("mode") == "from_timestamp":
+                if not data.get("from_time"):
+                    self.add_error("from_time", "a load from a point in time needs the time")
+                    return None
+                moment = data["from_time"].replace(tzinfo=datetime.UTC)  # the form's times: UTC
+                request["from_timestamp"] = int(moment.timestamp() * 1000)
+            return request
+        if data.get("input_path"):
+            request["input_path"] = data["input_path"]
+        for field, name in (("input_format", "format"), ("key_column", "key_column"),
+                            ("value_column", "value_column")):  # fmt: skip
+            if data.get(field):
+                request[name] = data[field]
+        return request
 
 
 def _topics(cluster: Cluster) -> tuple[list[str], str | None]:
@@ -77,9 +131,8 @@ def _topics(cluster: Cluster) -> tuple[list[str], str | None]:
     return names[:TOPICS_OFFERED], None
 
 
-@permission_required(VIEW_PERMISSION, raise_exception=True)
-def load_list(request, cluster_id: str):
-    cluster = get_object_or_404(Cluster, name=cluster_id)
+def _list_page(request, cluster: Cluster, form: LaunchForm, status: int = 200):
+    spark_loads.reconcile()
     loads = SparkLoad.objects.filter(cluster=cluster).select_related("cluster", "requested_by")
     before = request.GET.get("before", "")
     if before.isdigit():
@@ -94,37 +147,43 @@ def load_list(request, cluster_id: str):
         {
             "cluster": cluster,
             "loads": shown,
+            "older_page": before.isdigit(),
             "next_before": shown[-1].pk if more else None,
             "topics": topics,
-            "form": LaunchForm(initial={"output_path": "exports/"}),
+            "form": form,
             "data_root": spark_loads.data_root(),
             "error": error,
         },
+        status=status,
     )
+
+
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def load_list(request, cluster_id: str):
+    cluster = get_object_or_404(Cluster, name=cluster_id)
+    return _list_page(request, cluster, LaunchForm(initial={"output_path": "exports/"}))
 
 
 @require_POST
 @permission_required(OPERATE_PERMISSION, raise_exception=True)
 def launch(request, cluster_id: str):
+    """Launch an export or an ingest; a refused one shows the page again, with the values
+    entered and each error at its field (HTTP 400)."""
     cluster = get_object_or_404(Cluster, name=cluster_id)
     form = LaunchForm(request.POST)
+    if form.is_valid():
+        topics, error = _topics(cluster)
+        if error or form.cleaned_data["topic"] not in topics:
+            form.add_error("topic", error or f"topic {form.cleaned_data['topic']!r} not found")
     if not form.is_valid():
-        for field, errors in form.errors.items():
-            messages.error(request, f"{field}: {' '.join(errors)}")
-        return redirect("spark-loads", cluster.name)
-    topic, path = form.cleaned_data["topic"], form.cleaned_data["output_path"]
-    topics, error = _topics(cluster)
-    if error or topic not in topics:
-        messages.error(request, error or f"topic {topic!r} not found")
-        return redirect("spark-loads", cluster.name)
-    spec = spark_loads.export_range(
-        form.from_timestamp_ms(), form.cleaned_data.get("records_per_task")
-    )
-    details = {"load_type": "export", "path": str(path), **spec}
+        return _list_page(request, cluster, form, status=400)
+    data, spec = form.api.validated_data, form.api.job_spec()
+    topic = data["topic_name"]
+    details = {"load_type": data["load_type"], "path": str(data["path"]), **spec}
     try:
         load = spark_loads.launch(
-            cluster, request.user, direction=SparkLoad.Direction.EXPORT, topic=topic,
-            path=path, spec=spec,
+            cluster, request.user, direction=DIRECTIONS[data["load_type"]], topic=topic,
+            path=data["path"], spec=spec,
         )  # fmt: skip
     except Exception as exc:  # the queue (Redis) is down: the load says so too
         audit.record(request.user, "spark_load.launch", topic, cluster=cluster, details=details,
@@ -159,6 +218,7 @@ def range_text(load: SparkLoad) -> str:
 
 @permission_required(VIEW_PERMISSION, raise_exception=True)
 def load_page(request, cluster_id: str, load_id: int):
+    spark_loads.reconcile()
     load = _load(cluster_id, load_id)
     lines, truncated = spark_loads.log_tail(load, LOG_LINES)
     return render(

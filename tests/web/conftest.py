@@ -267,17 +267,17 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
         broker.kill()
 
 
-@pytest.fixture(scope="session")
-def celery_worker(live_dashboard):
-    """A real Celery worker (tasks/celery.py) on the live dashboard's database and Redis."""
-    log_path = live_dashboard.log_path.with_name("celery-worker.log")
+@contextlib.contextmanager
+def running_celery_worker(env: dict, log_path: Path):
+    """A real Celery worker (tasks/celery.py, solo pool: tasks run in this very process) on
+    the database and Redis of `env`; yields the process."""
     log = open(log_path, "ab")  # noqa: SIM115 - lives with the process
     command = [sys.executable, "-m", "celery", "-A", "tasks", "worker", "-P", "solo", "-l", "info"]
     command += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
     process = subprocess.Popen(
         command,
         cwd=ROOT,
-        env=live_dashboard.env,
+        env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -285,7 +285,7 @@ def celery_worker(live_dashboard):
     try:
         wait_until(lambda: b" ready." in log_path.read_bytes() or process.poll() is not None, 60)
         assert process.poll() is None, log_path.read_text()
-        yield log_path
+        yield process
     finally:
         process.terminate()
         try:
@@ -293,6 +293,14 @@ def celery_worker(live_dashboard):
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(live_dashboard):
+    """A real Celery worker on the live dashboard's database and Redis."""
+    log_path = live_dashboard.log_path.with_name("celery-worker.log")
+    with running_celery_worker(live_dashboard.env, log_path):
+        yield log_path
 
 
 def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1):

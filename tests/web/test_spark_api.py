@@ -72,7 +72,15 @@ def test_operator_launches_an_export_and_reads_it_back(
     assert response["Location"] == body["metadata"]["self"]
     assert body["status"] == "queued" and body["range"] == {"mode": "incremental"}
     assert body["output_path"] == str(tmp_path / "data" / "exports" / "a")
-    assert body["progress"] == {"fraction": 0.0, "percent": 0, "tasks_done": 0, "tasks_total": 0}
+    assert body["progress"] == {
+        "fraction": 0.0,
+        "percent": 0,
+        "tasks_done": 0,
+        "tasks_total": 0,
+        "stages_done": 0,
+        "stages_total": 0,
+        "text": "",
+    }
     assert body["requested_by"] == "otto"
     assert queued_load_ids(celery_queue) == [load_id]  # really handed to Celery
 

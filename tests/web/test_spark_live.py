@@ -69,3 +69,34 @@ async def test_unknown_load_and_missing_role_are_refused(kafka_cluster, channel_
         connection = communicator(path, who)
         connected, close_code = await connection.connect()
         assert (connected, close_code) == (False, code), path
+
+
+async def test_loads_list_gets_the_changing_loads_then_every_load_pushed(
+    kafka_cluster, channel_layer_on_redis
+):
+    from dashboard.core.models import SparkLoad
+    from tasks.spark import publish
+
+    old = await database_sync_to_async(new_load)(kafka_cluster, status="succeeded")
+    active = await database_sync_to_async(new_load)(kafka_cluster, status="running")
+    user = await database_sync_to_async(make_user)("lisa", "viewer")
+    connection = communicator("/ws/clusters/local/spark-loads/", user)
+    assert (await connection.connect())[0]
+    first = await connection.receive_json_from(timeout=10)
+    assert (first["kind"], first["data"]["id"]) == ("spark_load", active.id)  # not the old one
+    assert await connection.receive_nothing(timeout=0.5)
+
+    def progress_then_new_load():
+        SparkLoad.objects.filter(pk=active.id).update(
+            progress=0.5, tasks_done=3, tasks_total=6, stages_done=1, stages_total=3
+        )
+        active.refresh_from_db()
+        publish(active)
+        publish(new_load(kafka_cluster))
+
+    await database_sync_to_async(progress_then_new_load)()
+    pushed = (await connection.receive_json_from(timeout=10))["data"]
+    assert (pushed["id"], pushed["progress_text"]) == (active.id, "stage 2 of 3, tasks 3/6")
+    pushed = (await connection.receive_json_from(timeout=10))["data"]
+    assert pushed["id"] > active.id and pushed["status"] == "queued" and old.id != pushed["id"]
+    await connection.disconnect()

@@ -1,6 +1,7 @@
-// A Spark load's page: live.js delivers the load's state (pushed by its Celery task over
-// Channels); this renders status, progress bar, result and cancel button in place, and
-// refreshes the log tail from the dashboard's API (never from the worker or Spark).
+// The Spark loads pages. A load's page: live.js delivers the load's state (pushed by its
+// Celery task over Channels); this renders status, progress bar (stage k of n, tasks x/y),
+// result and cancel button in place, and refreshes the log tail from the dashboard's API
+// (never from the worker or Spark). The loads list: each pushed load updates its row.
 (function () {
   "use strict";
   const ENDED = ["succeeded", "failed", "cancelled"];
@@ -69,14 +70,78 @@
     const percent = Math.floor((data.progress || 0) * 100 + 1e-9);
     byId("load-progress").value = percent;
     setText("progress-percent", `${percent} %`);
-    setText("progress-tasks", `${data.tasks_done} / ${data.tasks_total} Spark tasks`);
+    setText("progress-detail", data.progress_text || "");
     const cancel = byId("cancel-form");
     if (cancel) cancel.hidden = ENDED.includes(data.status) || data.status === "cancelling";
     renderResult(data);
     scheduleLog(ENDED.includes(data.status));
   }
 
-  window.SparkLoadPage = { render };
+  // The loads list: a pushed load updates its row in place, or appears on top when new (on
+  // the newest page only; older pages just keep their rows current).
+  const percentOf = (data) => Math.floor((data.progress || 0) * 100 + 1e-9);
+  const when = (ms) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
+
+  function cell(content, cls) {
+    const node = document.createElement("td");
+    if (content instanceof Node) node.append(content); else node.textContent = content ?? "";
+    if (cls) node.className = cls;
+    return node;
+  }
+
+  function renderRow(data) {
+    const rows = document.querySelector("#loads tbody");
+    let row = rows.querySelector(`tr[data-load="${data.id}"]`);
+    if (!row) {
+      if (document.body.dataset.olderPage === "true") return;
+      const newer = [...rows.querySelectorAll("tr[data-load]")]
+        .find((r) => Number(r.dataset.load) < data.id);
+      row = document.createElement("tr");
+      row.dataset.load = data.id;
+      rows.querySelector("tr.empty")?.remove();
+      rows.insertBefore(row, newer || null);
+    }
+    row.dataset.status = data.status;
+    const link = document.createElement("a");
+    link.href = `${location.pathname.replace(/\/$/, "")}/${data.id}/`;
+    link.textContent = data.id;
+    const path = document.createElement("code");
+    path.textContent = data.output;
+    const bar = document.createElement("progress");
+    bar.max = 100;
+    bar.value = percentOf(data);
+    const progress = cell(bar, "progress");
+    progress.append(` ${percentOf(data)} %`);
+    const detail = document.createElement("span");
+    detail.className = "muted progress-detail";
+    detail.textContent = data.progress_text ? ` ${data.progress_text}` : "";
+    progress.append(detail);
+    row.replaceChildren(cell(link), cell(data.direction_label), cell(data.topic), cell(path),
+      cell(data.status, `status load-${data.status}`), progress,
+      cell((data.result || {}).rows, "rows"), cell(data.requested_by || ""),
+      cell(when(data.created_ms)));
+  }
+
+  function renderAny(data) {
+    if (byId("loads")) renderRow(data);
+    else if (String(data.id) === document.body.dataset.load) render(data);
+  }
+
+  // The launch form shows the fields of the chosen kind of load (export or ingest) only.
+  const form = byId("launch-load");
+  if (form) {
+    const showKind = () => {
+      const kind = form.querySelector("input[name=kind]:checked")?.value || "export";
+      form.querySelectorAll("fieldset[data-kind]").forEach((set) => {
+        set.hidden = set.dataset.kind !== kind;
+        set.disabled = set.hidden;
+      });
+    };
+    form.querySelectorAll("input[name=kind]").forEach((r) => r.addEventListener("change", showKind));
+    showKind();
+  }
+
+  window.SparkLoadPage = { render: renderAny };
   const initial = byId("load-initial");
   if (initial) render(JSON.parse(initial.textContent));
 })();
