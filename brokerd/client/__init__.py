@@ -36,6 +36,7 @@ from .results import (
     ConfigResource,
     ConfigSource,
     NewTopic,
+    PartitionReassignment,
     ResourceType,
 )
 from .sync import SyncClient
@@ -64,6 +65,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "PartitionData",
     "PartitionInfo",
+    "PartitionReassignment",
     "ProducedBatch",
     "Producer",
     "RecordMetadata",

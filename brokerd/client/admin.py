@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .cluster import Cluster, TopicPartition
@@ -29,6 +29,7 @@ from .results import (
     ListedOffset,
     LogDirDescription,
     NewTopic,
+    PartitionReassignment,
     ReplicaLogDirInfo,
     ResourceType,
     raise_for_errors,
@@ -42,8 +43,13 @@ DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
 DESCRIBE_LOG_DIRS = 35
 CREATE_PARTITIONS = 37
+ELECT_LEADERS = 43
 INCREMENTAL_ALTER_CONFIGS = 44
+ALTER_PARTITION_REASSIGNMENTS = 45
+LIST_PARTITION_REASSIGNMENTS = 46
 DESCRIBE_CLUSTER = 60
+
+ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 
 OffsetSpec = int | str  # "earliest", "latest", "max_timestamp" or a timestamp in ms
 
@@ -191,6 +197,121 @@ class AdminClient(GroupAdmin):
             await self.cluster.refresh_metadata(list(new_totals))
         return raise_for_errors(results)
 
+    # Leaders and reassignments (answered by the controller) -----------------------------
+    async def elect_leaders(
+        self,
+        election_type: str | int = "preferred",
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Elect leaders (ElectLeaders): "preferred" (0) hands leadership back to the first
+        assigned replica, "unclean" (1) elects a leader for partitions without one, out of
+        the ISR if need be. `partitions` None means every partition (the controller then
+        answers only for those that got a new leader).
+
+        Per partition: ErrorCode.none (elected) or ErrorCode.election_not_needed (it already
+        has that leader). Any other error raises AdminError (`.errors`, `.results`)."""
+        kind = ELECTION_TYPES[election_type] if isinstance(election_type, str) else election_type
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in partitions or ():
+            by_topic.setdefault(topic, []).append(index)
+        values = {
+            "election_type": int(kind),
+            "topic_partitions": None
+            if partitions is None
+            else [Nested("TopicPartitions", topic=t, partitions=ps) for t, ps in by_topic.items()],
+            "timeout": _ms(timeout or self.operation_timeout),
+        }
+        response = await self._controller_call(ELECT_LEADERS, values)
+        check(getattr(response, "error_code", 0), None, "ElectLeaders")
+        results: dict[TopicPartition, Any] = {}
+        for topic in response.replica_election_results:
+            for p in topic.partition_result:
+                code = error_code(p.error_code)
+                key = (topic.topic, int(p.partition_id))
+                results[key] = (
+                    code
+                    if code in (ErrorCode.none, ErrorCode.election_not_needed)
+                    else KafkaResponseError(code, p.error_message, f"{key[0]}-{key[1]}")
+                )
+        return raise_for_errors(results)
+
+    async def alter_partition_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
+        timeout: float | None = None,
+    ) -> dict[TopicPartition, None]:
+        """Start (or replace) reassignments, KIP-455: partition -> the target replica ids
+        (the first one is the preferred leader), or None to cancel the ongoing one (the
+        partition goes back to its original replicas). Returns once the controller has
+        accepted them; progress is `list_partition_reassignments`.
+
+        Per-partition failures raise AdminError (`.errors`: partition -> KafkaResponseError
+        with UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT (empty, duplicate, dead
+        or unknown brokers), INVALID_REPLICATION_FACTOR (a changed replica count with
+        `allow_replication_factor_change=False`) or NO_REASSIGNMENT_IN_PROGRESS (cancelling
+        nothing); `.results`: the accepted ones)."""
+        by_topic: dict[str, list[Nested]] = {}
+        for (topic, index), replicas in reassignments.items():
+            by_topic.setdefault(topic, []).append(
+                Nested(
+                    "ReassignablePartition",
+                    partition_index=index,
+                    replicas=None if replicas is None else [int(r) for r in replicas],
+                )
+            )
+        values = {
+            "timeout": _ms(timeout or self.operation_timeout),
+            "allow_replication_factor_change": allow_replication_factor_change,
+            "topics": [
+                Nested("ReassignableTopic", name=t, partitions=ps) for t, ps in by_topic.items()
+            ],
+        }
+        response = await self._controller_call(ALTER_PARTITION_REASSIGNMENTS, values)
+        check(response.error_code, response.error_message, "AlterPartitionReassignments")
+        results: dict[TopicPartition, Any] = {}
+        for topic in response.responses:
+            for p in topic.partitions:
+                key = (topic.name, int(p.partition_index))
+                results[key] = (
+                    KafkaResponseError(p.error_code, p.error_message, f"{key[0]}-{key[1]}")
+                    if p.error_code
+                    else None
+                )
+        return raise_for_errors(results)
+
+    async def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None, *, timeout: float | None = None
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """The ongoing reassignments (of `partitions`, or all): partitions without one are
+        absent, so an empty answer for a partition means its reassignment is done."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in partitions or ():
+            by_topic.setdefault(topic, []).append(index)
+        values = {
+            "timeout": _ms(timeout or self.operation_timeout),
+            "topics": None
+            if partitions is None
+            else [
+                Nested("ListPartitionReassignmentsTopics", name=t, partition_indexes=ps)
+                for t, ps in by_topic.items()
+            ],
+        }
+        response = await self._controller_call(LIST_PARTITION_REASSIGNMENTS, values)
+        check(response.error_code, response.error_message, "ListPartitionReassignments")
+        return {
+            (topic.name, int(p.partition_index)): PartitionReassignment(
+                tuple(int(r) for r in p.replicas),
+                tuple(int(r) for r in p.adding_replicas),
+                tuple(int(r) for r in p.removing_replicas),
+            )
+            for topic in response.topics
+            for p in topic.partitions
+        }
+
     async def _controller_call(self, api_key: int, values: dict[str, Any]) -> Any:
         """Controller-routed admin calls; NOT_CONTROLLER moves on to the new controller."""
         response = None
@@ -200,7 +321,9 @@ class AdminClient(GroupAdmin):
             )
             items = getattr(response, "topics", None) or getattr(response, "responses", None)
             items = items or getattr(response, "results", None) or ()
-            if not any(error_code(i.error_code) == ErrorCode.not_controller for i in items):
+            codes = [getattr(response, "error_code", 0)]
+            codes += [getattr(i, "error_code", 0) for i in items]
+            if not any(error_code(code) == ErrorCode.not_controller for code in codes):
                 return response
             await asyncio.sleep(self.cluster.retry_backoff * (attempt + 1))
             await self.cluster.refresh_metadata()

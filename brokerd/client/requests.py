@@ -37,7 +37,10 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     35: VersionRange(1, 4),  # DescribeLogDirs
     37: VersionRange(0, 3),  # CreatePartitions
     42: VersionRange(0, 2),  # DeleteGroups
+    43: VersionRange(0, 2),  # ElectLeaders
     44: VersionRange(0, 1),  # IncrementalAlterConfigs
+    45: VersionRange(0, 1),  # AlterPartitionReassignments
+    46: VersionRange(0, 0),  # ListPartitionReassignments
     47: VersionRange(0, 0),  # OffsetDelete
     60: VersionRange(0, 1),  # DescribeCluster
 }
@@ -62,7 +65,10 @@ API_NAMES = {
     35: "DescribeLogDirs",
     37: "CreatePartitions",
     42: "DeleteGroups",
+    43: "ElectLeaders",
     44: "IncrementalAlterConfigs",
+    45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments",
     47: "OffsetDelete",
     60: "DescribeCluster",
 }

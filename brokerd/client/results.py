@@ -168,6 +168,25 @@ class PartitionLag:
     lag: int | None  # high watermark - committed; None without a commit
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionReassignment:
+    """An ongoing reassignment (ListPartitionReassignments): `replicas` is the full set
+    while it runs (target and original), `adding_replicas` the target replicas not in the
+    original set, `removing_replicas` the original ones not in the target."""
+
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding_replicas)
+
+
 class AdminError(KafkaResponseError):
     """Some items of a batched admin call failed: `errors` per item, `results` for the rest."""
 

@@ -23,6 +23,7 @@ from brokerd.protocol.errors import ErrorCode, KafkaError
 from . import election, zk
 from .channel import ControllerChannel
 from .metadata import MetadataCache, TopicInfo
+from .reassignment import Reassigner
 from .zk import PartitionState, ZkClient
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class Controller:
         # can lead; forgotten when their registration goes (or is renewed).
         self.shutting_down: set[int] = set()
         self._rebalancer: asyncio.Task | None = None
+        self.reassignments = Reassigner(self)
         cache.controller_listeners.append(self._controller_changed)
 
     @property
@@ -130,7 +132,18 @@ class Controller:
         await self.elect_missing_leaders()
         await self.process_pending_deletions()
         await self.on_failover()
+        try:
+            await self.run_event(self.reassignments.resume)
+        except Exception:  # noqa: BLE001 - resumed again by the next controller event
+            log.exception("controller: resuming partition reassignments failed")
         return self.is_active
+
+    async def run_event(self, work: Callable[[], Awaitable]):
+        """`work()` as one controller event (NOT_CONTROLLER unless this broker is it)."""
+        async with self._events:
+            if not self.is_active:
+                raise KafkaError(ErrorCode.not_controller)
+            return await work()
 
     # Assignment -------------------------------------------------------------------------
     def assign_replicas(
@@ -284,6 +297,7 @@ class Controller:
         await self.zk.delete(zk.topic_config_path(name))
         await self.zk.delete(zk.delete_topic_path(name))
         self.cache.topics.pop(name, None)
+        self.reassignments.forget_topic(name)
         log.info("deleted topic %s", name)
 
     # Failover and broker changes ----------------------------------------------------------
@@ -395,6 +409,8 @@ class Controller:
                 continue
             update.zk_version = version
             info.states[index] = update
+            # A refresh may have replaced the cached topic meanwhile: keep the write there too.
+            self.cache.merge_state(topic, index, update)
             log.info(
                 "controller: %s-%d leader %d -> %d, epoch %d, isr %s",
                 topic,
@@ -459,6 +475,7 @@ class Controller:
                     info.states[index] = PartitionState.from_json(*found)
             if changed:
                 await self._send_update_metadata(set(self.live), sorted(changed))
+                await self.reassignments.isr_changed(sorted(changed))
 
     # New topics ---------------------------------------------------------------------------
     async def on_topics_changed(self) -> None:
@@ -558,6 +575,8 @@ class Controller:
         of preferred partitions led elsewhere exceeds leader.imbalance.per.broker.percentage,
         those whose preferred replica is live, in the ISR and not stopping."""
         threshold = self.config.get("leader.imbalance.per.broker.percentage") if self.config else 10
+        if self.reassignments.ongoing:
+            return []  # as Kafka: no automatic rebalance while replicas move
         by_preferred: dict[int, list[tuple[str, int]]] = {}
         for topic, index in self._all_partitions():
             info = self.cache.topic(topic)

@@ -30,6 +30,9 @@ class TopicInfo:
     states: dict[int, PartitionState] = field(default_factory=dict)
     configs: dict[str, str] = field(default_factory=dict)
     marked_for_deletion: bool = False
+    # Ongoing reassignments (KIP-455), from the topic znode: partition -> replica ids.
+    adding: dict[int, list[int]] = field(default_factory=dict)
+    removing: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def partition_count(self) -> int:
@@ -157,6 +160,8 @@ class MetadataCache:
             name,
             topic_id or zk.new_kafka_uuid(),
             {int(p): [int(r) for r in rs] for p, rs in data["partitions"].items()},
+            adding=_replica_map(data.get("adding_replicas")),
+            removing=_replica_map(data.get("removing_replicas")),
         )
         if previous is not None and previous.topic_id == info.topic_id:
             info.marked_for_deletion = previous.marked_for_deletion
@@ -311,6 +316,10 @@ def _merge(info: TopicInfo, partition: int, state: PartitionState) -> None:
         cached.zk_version,
     ):
         info.states[partition] = state
+
+
+def _replica_map(found: dict | None) -> dict[int, list[int]]:
+    return {int(p): [int(r) for r in rs] for p, rs in (found or {}).items() if rs}
 
 
 def _configs_of(data: dict) -> dict[str, str]:

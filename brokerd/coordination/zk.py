@@ -48,6 +48,7 @@ CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"  # Kafka 2.x tools' legacy reassignment
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"

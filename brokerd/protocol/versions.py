@@ -58,6 +58,8 @@ SUPPORTED: dict[int, VersionRange] = {
     42: VersionRange(0, 2),  # DeleteGroups
     43: VersionRange(0, 2),  # ElectLeaders (answered by the controller)
     44: VersionRange(0, 1),  # IncrementalAlterConfigs
+    45: VersionRange(0, 1),  # AlterPartitionReassignments (answered by the controller)
+    46: VersionRange(0, 0),  # ListPartitionReassignments (answered by the controller)
     47: VersionRange(0, 0),  # OffsetDelete
     60: VersionRange(0, 1),  # DescribeCluster
 }

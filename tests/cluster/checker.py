@@ -212,12 +212,16 @@ def checkpointed_high_watermark(log_dir: Path, topic: str, partition: int) -> in
     raise KeyError(f"{topic}-{partition} not in the HW checkpoint of {log_dir}")
 
 
-def check_replicas_identical(cluster, topic: str, partition: int = 0) -> int:
+def check_replicas_identical(
+    cluster, topic: str, partition: int = 0, replicas: list[int] | None = None
+) -> int:
     """Stop the brokers cleanly, then compare the replicas' batches below the lowest HW
     (followers learn the leader's HW a fetch later, so theirs may trail). Returns the
-    highest HW, the leader's, so a test can see it covered the workload."""
+    highest HW, the leader's, so a test can see it covered the workload. `replicas`: the
+    brokers holding the partition (default: all)."""
     cluster.stop_all()
-    dirs = [b.dir / "logs" for b in cluster.brokers.values()]
+    holders = replicas if replicas is not None else list(cluster.brokers)
+    dirs = [cluster.brokers[b].dir / "logs" for b in holders]
     highs = [checkpointed_high_watermark(d, topic, partition) for d in dirs]
     high = min(highs)
     views = []

@@ -13,6 +13,7 @@ from . import (
     offsets,
     produce,
     producer_ids,
+    reassignment,
     replication,
     topics,
 )
@@ -28,6 +29,7 @@ HANDLERS = {
     **offsets.HANDLERS,
     **produce.HANDLERS,
     **producer_ids.HANDLERS,
+    **reassignment.HANDLERS,
     **replication.HANDLERS,
     **topics.HANDLERS,
 }

@@ -1,0 +1,466 @@
+"""Partition reassignment, driven by the controller the way Kafka's is (KIP-455).
+
+For a partition with original replicas ORS moving to target replicas TRS:
+1. the topic znode gets RS = TRS + ORS (target first, so the preferred leader is TRS[0]) with
+   "adding_replicas" (TRS - ORS) and "removing_replicas" (ORS - TRS): ZooKeeper holds the
+   whole reassignment, so a new controller resumes it after a failover;
+2. the leader epoch is bumped and LeaderAndIsr goes to RS: the adding replicas create their
+   logs and fetch, and the leader adds each to the ISR once it has caught up;
+3. when every target replica is in the ISR (learnt from /isr_change_notification), the
+   leader moves into TRS if it is not there already, the removing replicas leave the ISR
+   (one state write, epoch bumped), LeaderAndIsr with RS = TRS goes to the targets,
+   StopReplica(delete) to the removed replicas (their directories are deleted), the topic
+   znode is rewritten with RS = TRS and no adding/removing, UpdateMetadata to every broker.
+Cancelling (null replicas) reassigns back to ORS: the adding replicas are dropped the same
+way. /admin/reassign_partitions (Kafka 2.x tools) is read on creation and emptied as its
+partitions complete.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kazoo.exceptions import BadVersionError, NoNodeError
+
+from brokerd.protocol.errors import ErrorCode, KafkaError
+
+from . import zk
+from .zk import PartitionState
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+log = logging.getLogger(__name__)
+
+PartitionKey = tuple[str, int]
+WRITE_ATTEMPTS = 5
+
+
+def _distinct(replicas: Iterable[int]) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(replicas))
+
+
+@dataclass(frozen=True)
+class ReplicaAssignment:
+    """A partition's replicas as the topic znode records them (Kafka's ReplicaAssignment)."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def origin(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def is_reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    def reassign_to(self, target: Sequence[int]) -> ReplicaAssignment:
+        origin = self.origin
+        full = _distinct([*target, *origin])
+        return ReplicaAssignment(
+            full,
+            tuple(r for r in full if r not in origin),
+            tuple(r for r in full if r not in target),
+        )
+
+
+def invalid_target(
+    replicas: Sequence[int], current: ReplicaAssignment, live: Set[int]
+) -> str | None:
+    """Why `replicas` cannot be a target (INVALID_REPLICA_ASSIGNMENT), Kafka's checks."""
+    if not replicas:
+        return "Empty replica list specified in partition reassignment."
+    if len(set(replicas)) != len(replicas):
+        return f"Duplicate replica ids in partition reassignment replica list: {list(replicas)}"
+    if any(r < 0 for r in replicas):
+        return f"Invalid broker id in replica list: {list(replicas)}"
+    adding = current.reassign_to(replicas).adding
+    if not set(adding) <= set(live):
+        return (
+            f"Replica assignment has brokers that are not alive. Replica list: {list(adding)}, "
+            f"live broker list: {sorted(live)}"
+        )
+    return None
+
+
+def shrunk_state(
+    state: PartitionState,
+    dropped: Set[int],
+    replicas_after: Sequence[int],
+    live: Set[int],
+    controller_epoch: int,
+) -> PartitionState | None:
+    """The next state once `dropped` replicas leave: out of the ISR, and a live in-sync
+    replica of `replicas_after` leads if the leader goes or is dead (None: none can)."""
+    isr = [r for r in state.isr if r not in dropped]
+    leader = state.leader
+    if leader in dropped or leader not in live:
+        candidates = [r for r in replicas_after if r in isr and r in live]
+        if not candidates:
+            return None
+        leader = candidates[0]
+    return PartitionState(
+        leader=leader,
+        leader_epoch=state.leader_epoch + 1,
+        isr=isr,
+        controller_epoch=controller_epoch,
+    )
+
+
+def _refused(found: tuple) -> bool:
+    """Whether `Reassigner._validate` answered with an error rather than a target."""
+    return bool(found) and isinstance(found[0], ErrorCode)
+
+
+def parse_legacy(data: object) -> dict[PartitionKey, list[int]]:
+    """/admin/reassign_partitions: {"version":1,"partitions":[{topic, partition, replicas}]}."""
+    out: dict[PartitionKey, list[int]] = {}
+    for entry in (data or {}).get("partitions", []) if isinstance(data, dict) else []:
+        try:
+            out[(str(entry["topic"]), int(entry["partition"]))] = [
+                int(r) for r in entry["replicas"]
+            ]
+        except (KeyError, TypeError, ValueError):
+            log.warning("ignoring malformed %s entry %r", zk.REASSIGN_PARTITIONS, entry)
+    return out
+
+
+def legacy_payload(entries: Mapping[PartitionKey, Sequence[int]]) -> dict:
+    return {
+        "version": 1,
+        "partitions": [
+            {"topic": t, "partition": p, "replicas": list(rs)} for (t, p), rs in entries.items()
+        ],
+    }
+
+
+class Reassigner:
+    """The controller's reassignments; its methods run inside the controller's event lock."""
+
+    def __init__(self, controller: Controller):
+        self.controller = controller
+        self.ongoing: dict[PartitionKey, ReplicaAssignment] = {}
+        self._legacy_armed = False  # a watch on /admin/reassign_partitions is pending
+
+    @property
+    def zk(self):
+        return self.controller.zk
+
+    @property
+    def cache(self):
+        return self.controller.cache
+
+    def assignment(self, topic: str, index: int) -> ReplicaAssignment | None:
+        if (topic, index) in self.ongoing:
+            return self.ongoing[(topic, index)]
+        info = self.cache.topic(topic)
+        if info is None or index not in info.assignment:
+            return None
+        return ReplicaAssignment(
+            tuple(info.assignment[index]),
+            tuple(info.adding.get(index, ())),
+            tuple(info.removing.get(index, ())),
+        )
+
+    # Requests ---------------------------------------------------------------------------
+    async def alter(
+        self, requests: Mapping[PartitionKey, Sequence[int] | None], allow_rf_change: bool = True
+    ) -> dict[PartitionKey, tuple[ErrorCode, str | None]]:
+        """AlterPartitionReassignments: per partition, the error code (and message)."""
+        results: dict[PartitionKey, tuple[ErrorCode, str | None]] = {}
+        accepted: dict[PartitionKey, tuple[int, ...]] = {}
+        for key, replicas in requests.items():
+            found = self._validate(key, replicas, allow_rf_change)
+            if _refused(found):
+                results[key] = found
+            else:
+                accepted[key] = found
+        # The latest reassignment wins over one written by older tools.
+        await self._remove_from_legacy(lambda key, _rs: key in accepted)
+        for key, target in accepted.items():
+            results[key] = await self._start_guarded(key, target)
+        return results
+
+    def _validate(
+        self, key: PartitionKey, replicas: Sequence[int] | None, allow_rf_change: bool
+    ) -> tuple[int, ...] | tuple[ErrorCode, str | None]:
+        """The target replicas, or the error and message that refuse them."""
+        info = self.cache.topic(key[0])
+        current = self.assignment(*key)
+        if current is None or info is None or info.marked_for_deletion:
+            return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
+        if replicas is None:
+            if not current.is_reassigning:
+                return ErrorCode.no_reassignment_in_progress, None
+            return current.origin
+        why = invalid_target(replicas, current, set(self.controller.live))
+        if why is not None:
+            return ErrorCode.invalid_replica_assignment, why
+        if not allow_rf_change and len(replicas) != len(current.origin):
+            return (
+                ErrorCode.invalid_replication_factor,
+                f"The replication factor is changed from {len(current.origin)} to {len(replicas)}",
+            )
+        return tuple(int(r) for r in replicas)
+
+    def list(
+        self, keys: Iterable[PartitionKey] | None = None
+    ) -> dict[PartitionKey, ReplicaAssignment]:
+        if keys is None:
+            return dict(sorted(self.ongoing.items()))
+        return {k: self.ongoing[k] for k in keys if k in self.ongoing}
+
+    async def resume(self) -> None:
+        """A new controller: reassignments in the topic znodes go on (epoch bumped, so the
+        replicas hear of them again), then any written to /admin/reassign_partitions."""
+        self.ongoing = {}
+        for info in list(self.cache.topics.values()):
+            for index in sorted(set(info.adding) | set(info.removing)):
+                if index in info.assignment and not info.marked_for_deletion:
+                    current = self.assignment(info.name, index)
+                    self.ongoing[(info.name, index)] = current
+        for (topic, index), current in list(self.ongoing.items()):
+            log.info(
+                "controller: resuming reassignment of %s-%d to %s", topic, index, current.target
+            )
+            await self._start_guarded((topic, index), current.target)
+        await self._read_legacy()
+
+    async def isr_changed(self, keys: Iterable[PartitionKey]) -> None:
+        """An ISR grew: reassignments whose targets are all in sync complete."""
+        for key in keys:
+            current = self.ongoing.get(key)
+            if current is not None and await self._targets_in_sync(key, current):
+                await self._guarded(self._complete(key, current))
+
+    def forget_topic(self, topic: str) -> None:
+        for key in [k for k in self.ongoing if k[0] == topic]:
+            del self.ongoing[key]
+
+    # The steps --------------------------------------------------------------------------
+    async def _start_guarded(
+        self, key: PartitionKey, target: Sequence[int]
+    ) -> tuple[ErrorCode, str | None]:
+        return await self._guarded(self._start(key, tuple(target)))
+
+    async def _guarded(self, step) -> tuple[ErrorCode, str | None]:
+        try:
+            await step
+        except KafkaError as exc:
+            return exc.error_code, exc.message
+        except NoNodeError:
+            return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
+        except Exception:
+            log.exception("reassignment step failed")
+            return ErrorCode.unknown_server_error, None
+        return ErrorCode.none, None
+
+    async def _start(self, key: PartitionKey, target: tuple[int, ...]) -> None:
+        """Kafka's onPartitionReassignment: record RS/AR/RR, then catch up or complete."""
+        current = self.assignment(*key)
+        if current is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, "The partition does not exist.")
+        wanted = current.reassign_to(target)
+        if wanted != current:
+            await self._write_assignment(key, wanted)
+            # A replaced or cancelled reassignment: its adding replicas that stay out go now.
+            unneeded = set(current.replicas) - set(wanted.replicas)
+            if unneeded:
+                await self._drop_replicas(key, unneeded, wanted.replicas, allow_offline=True)
+        if wanted.is_reassigning:
+            self.ongoing[key] = wanted
+        if wanted.is_reassigning and not await self._targets_in_sync(key, wanted):
+            state = await self._bump_epoch(key)
+            if state is not None:
+                self._send_leader_and_isr(key, state, wanted.replicas, wanted.replicas)
+            log.info(
+                "controller: reassigning %s-%d: replicas %s, adding %s, removing %s",
+                *key,
+                list(wanted.replicas),
+                list(wanted.adding),
+                list(wanted.removing),
+            )
+        else:
+            await self._complete(key, wanted)
+
+    async def _complete(self, key: PartitionKey, current: ReplicaAssignment) -> None:
+        target = current.target
+        state = await self._drop_replicas(key, set(current.removing), target, allow_offline=False)
+        if state is None:
+            log.info("controller: %s-%d waits for a live in-sync target to lead", *key)
+            return
+        await self._write_assignment(key, ReplicaAssignment(target))
+        self.ongoing.pop(key, None)
+        await self._remove_from_legacy(lambda k, rs: k == key and tuple(rs) == target)
+        for broker_id in self.controller.live:
+            self.controller.channel.send_update_metadata(
+                broker_id, [(key[0], key[1], state, list(target))]
+            )
+        log.info("controller: reassignment of %s-%d to %s completed", *key, list(target))
+
+    async def _drop_replicas(
+        self,
+        key: PartitionKey,
+        dropped: Set[int],
+        replicas_after: Sequence[int],
+        allow_offline: bool,
+    ) -> PartitionState | None:
+        """Leader into `replicas_after` and `dropped` out of the ISR (epoch bumped), tell
+        the remaining replicas, delete the dropped ones. The new state, None if no replica
+        could lead."""
+        live = set(self.controller.live)
+        epoch = self.controller.epoch
+
+        def compute(state: PartitionState) -> PartitionState | None:
+            found = shrunk_state(state, dropped, replicas_after, live, epoch)
+            if found is None and allow_offline:
+                isr = [r for r in state.isr if r not in dropped]
+                found = PartitionState(-1, state.leader_epoch + 1, isr, epoch)
+            return found
+
+        state = await self._write_state(key, compute)
+        if state is None:
+            return None
+        self._send_leader_and_isr(key, state, replicas_after, replicas_after)
+        for broker_id in sorted(dropped):
+            if broker_id in self.controller.live:
+                self.controller.channel.send_stop_replica(broker_id, key[0], [key[1]], delete=True)
+        return state
+
+    async def _bump_epoch(self, key: PartitionKey) -> PartitionState | None:
+        epoch = self.controller.epoch
+
+        def bumped(state: PartitionState) -> PartitionState:
+            return PartitionState(state.leader, state.leader_epoch + 1, list(state.isr), epoch)
+
+        return await self._write_state(key, bumped)
+
+    async def _write_state(self, key: PartitionKey, compute) -> PartitionState | None:
+        """The controller's conditional state write; the state written (None: none was).
+        Taken from `compute` itself: the cached topic may be replaced by a refresh meanwhile."""
+        written: list[PartitionState] = []
+
+        def recorded(state: PartitionState) -> PartitionState | None:
+            found = compute(state)
+            written[:] = [found] if found is not None else []
+            return found
+
+        done = await self.controller._write_state(key[0], key[1], recorded)
+        if not self.controller.is_active:  # the fence refused the write: we resigned
+            raise KafkaError(ErrorCode.not_controller)
+        return written[0] if done and written else None
+
+    async def _targets_in_sync(self, key: PartitionKey, current: ReplicaAssignment) -> bool:
+        """Read from ZooKeeper, as Kafka does: the leader writes ISR changes there."""
+        found = await self.zk.get_json(zk.partition_state_path(*key))
+        if found is None:
+            return False
+        state = PartitionState.from_json(*found)
+        self.cache.merge_state(key[0], key[1], state)
+        return set(current.target) <= set(state.isr)
+
+    def _send_leader_and_isr(
+        self, key: PartitionKey, state: PartitionState, replicas: Sequence[int], to: Iterable[int]
+    ) -> None:
+        for broker_id in to:
+            if broker_id in self.controller.live:
+                self.controller.channel.send_leader_and_isr(
+                    broker_id, [(key[0], key[1], state, list(replicas))]
+                )
+
+    # ZooKeeper --------------------------------------------------------------------------
+    async def _write_assignment(self, key: PartitionKey, assignment: ReplicaAssignment) -> None:
+        """One partition's RS/AR/RR in /brokers/topics/<t>, conditional on its version."""
+        topic, index = key
+        path = zk.topic_path(topic)
+        for _attempt in range(WRITE_ATTEMPTS):
+            found = await self.zk.get_json(path)
+            if found is None:
+                raise NoNodeError(path)
+            data, version = found
+            data["version"] = max(int(data.get("version", 1)), 2)
+            data["partitions"][str(index)] = list(assignment.replicas)
+            for field_name, replicas in (
+                ("adding_replicas", assignment.adding),
+                ("removing_replicas", assignment.removing),
+            ):
+                entries = data.get(field_name) or {}
+                entries.pop(str(index), None)
+                if replicas:
+                    entries[str(index)] = list(replicas)
+                data[field_name] = entries
+            try:
+                await self.zk.set_json(path, data, version)
+            except BadVersionError:
+                continue
+            break
+        else:
+            raise KafkaError(ErrorCode.unknown_server_error, f"{path} kept changing")
+        info = self.cache.topic(topic)
+        if info is not None:
+            info.assignment[index] = list(assignment.replicas)
+            for mapping, replicas in (
+                (info.adding, assignment.adding),
+                (info.removing, assignment.removing),
+            ):
+                mapping.pop(index, None)
+                if replicas:
+                    mapping[index] = list(replicas)
+
+    async def _read_legacy(self) -> None:
+        """Start what /admin/reassign_partitions asks (watched for its creation); entries
+        that cannot start are taken out, as Kafka does."""
+        if not self._legacy_armed:
+            self._legacy_armed = True
+            exists = await self.zk.exists(zk.REASSIGN_PARTITIONS, watch=self._legacy_changed)
+        else:
+            exists = await self.zk.exists(zk.REASSIGN_PARTITIONS)
+        if not exists:
+            return
+        found = await self.zk.get_json(zk.REASSIGN_PARTITIONS)
+        entries = parse_legacy(found[0] if found else None)
+        failed = set()
+        for key, replicas in entries.items():
+            current = self.assignment(*key)
+            if current is not None and current.is_reassigning and current.target == tuple(replicas):
+                continue  # already under way
+            target = self._validate(key, replicas, allow_rf_change=True)
+            code, message = target if _refused(target) else await self._start_guarded(key, target)
+            if code != ErrorCode.none:
+                log.warning(
+                    "%s: %s-%d refused: %s %s", zk.REASSIGN_PARTITIONS, *key, code.name, message
+                )
+                failed.add(key)
+        if failed:
+            await self._remove_from_legacy(lambda k, _rs: k in failed)
+
+    def _legacy_changed(self, *_: object) -> None:
+        self._legacy_armed = False
+        controller = self.controller
+        if not controller.stopped and controller.is_active:
+            controller._spawn(controller.run_event(self._read_legacy))
+
+    async def _remove_from_legacy(self, drop) -> None:
+        found = await self.zk.get_json(zk.REASSIGN_PARTITIONS)
+        if found is None:
+            return
+        entries = parse_legacy(found[0])
+        kept = {k: rs for k, rs in entries.items() if not drop(k, rs)}
+        if len(kept) == len(entries):
+            return
+        try:
+            if kept:
+                await self.zk.set_json(zk.REASSIGN_PARTITIONS, legacy_payload(kept), found[1])
+            else:
+                await self.zk.delete(zk.REASSIGN_PARTITIONS)
+        except (BadVersionError, NoNodeError):
+            log.info("%s changed meanwhile; it is read again", zk.REASSIGN_PARTITIONS)

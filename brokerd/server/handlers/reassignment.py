@@ -1,0 +1,95 @@
+"""Partition reassignment (KIP-455): AlterPartitionReassignments (45) and
+ListPartitionReassignments (46), answered by the active controller.
+
+Other brokers answer NOT_CONTROLLER (top-level), as a ZooKeeper-mode Kafka broker does, so
+admin clients refresh their metadata and retry on the controller.
+"""
+
+from __future__ import annotations
+
+from brokerd.protocol.errors import ErrorCode, KafkaError
+from brokerd.protocol.framing import Request
+from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+
+
+async def handle_alter_partition_reassignments(broker, request: Request):
+    body = request.body
+    module = response_module(request.api_key, request.api_version)
+    requests = {
+        (topic.name, int(p.partition_index)): (
+            None if p.replicas is None else [int(r) for r in p.replicas]
+        )
+        for topic in body.topics
+        for p in topic.partitions
+    }
+    allow_rf_change = bool(getattr(body, "allow_replication_factor_change", True))
+    reassigner = broker.controller.reassignments
+    error, message, results = ErrorCode.none, None, {}
+    try:
+        results = await broker.controller.run_event(
+            lambda: reassigner.alter(requests, allow_rf_change)
+        )
+    except KafkaError as exc:
+        error, message = exc.error_code, exc.message
+    by_topic: dict[str, list] = {}
+    for (topic, index), (code, text) in results.items():
+        by_topic.setdefault(topic, []).append(
+            module.ReassignablePartitionResponse(
+                partition_index=index, error_code=code, error_message=text
+            )
+        )
+    return build(
+        module.AlterPartitionReassignmentsResponse,
+        throttle_time=NO_THROTTLE,
+        allow_replication_factor_change=allow_rf_change,
+        error_code=error,
+        error_message=message,
+        responses=tuple(
+            module.ReassignableTopicResponse(name=t, partitions=tuple(ps))
+            for t, ps in by_topic.items()
+        ),
+    )
+
+
+async def handle_list_partition_reassignments(broker, request: Request):
+    body = request.body
+    module = response_module(request.api_key, request.api_version)
+    keys = None
+    if body.topics is not None:
+        keys = [(t.name, int(p)) for t in body.topics for p in t.partition_indexes]
+    reassigner = broker.controller.reassignments
+    error, message, ongoing = ErrorCode.none, None, {}
+    try:
+
+        async def listed():
+            return reassigner.list(keys)
+
+        ongoing = await broker.controller.run_event(listed)
+    except KafkaError as exc:
+        error, message = exc.error_code, exc.message
+    by_topic: dict[str, list] = {}
+    for (topic, index), assignment in ongoing.items():
+        by_topic.setdefault(topic, []).append(
+            module.OngoingPartitionReassignment(
+                partition_index=index,
+                replicas=assignment.replicas,
+                adding_replicas=assignment.adding,
+                removing_replicas=assignment.removing,
+            )
+        )
+    return build(
+        module.ListPartitionReassignmentsResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        error_message=message,
+        topics=tuple(
+            module.OngoingTopicReassignment(name=t, partitions=tuple(ps))
+            for t, ps in by_topic.items()
+        ),
+    )
+
+
+HANDLERS = {
+    45: handle_alter_partition_reassignments,
+    46: handle_list_partition_reassignments,
+}
