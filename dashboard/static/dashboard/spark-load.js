@@ -117,7 +117,7 @@
     detail.textContent = data.progress_text ? ` ${data.progress_text}` : "";
     progress.append(detail);
     row.replaceChildren(cell(link), cell(data.direction_label), cell(data.topic), cell(path),
-      cell(data.status, `status load-${data.status}`), progress,
+      cell(data.status, `load-${data.status}`), progress,
       cell((data.result || {}).rows, "rows"), cell(data.requested_by || ""),
       cell(when(data.created_ms)));
   }
