@@ -216,10 +216,18 @@ def test_find_coordinator_every_version(group_broker, version):
             )
 
 
-def test_find_coordinator_for_transactions_is_not_available_yet(group_broker):
+def test_find_coordinator_for_transactions_is_refused_with_a_fatal_error(group_broker):
+    """No transaction coordinator: a fatal error (not the retriable COORDINATOR_NOT_AVAILABLE
+    clients would retry until their timeout), in every version."""
     with WireClient(group_broker.bootstrap) as client:
         response = client.call(request(10, 3, key="txn", key_type=1))
-        assert response.error_code == E.coordinator_not_available
+        assert response.error_code == E.transactional_id_authorization_failed
+        assert response.error_message == "transactions are not supported by this broker"
+        assert response.node_id == -1
+        batched = client.call(request(10, 4, key_type=1, coordinator_keys=("t1", "t2")))
+        assert [c.error_code for c in batched.coordinators] == [
+            E.transactional_id_authorization_failed
+        ] * 2
         response = client.call(request(10, 6, key_type=2, coordinator_keys=("share",)))
         assert response.coordinators[0].error_code == E.invalid_request
 

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 E = ErrorCode
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+TRANSACTIONS_UNSUPPORTED = "transactions are not supported by this broker"
 # DescribeGroups authorized operations without ACLs: READ, DELETE, DESCRIBE (AclOperation bits).
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 OPERATIONS_NOT_REQUESTED = -(1 << 31)
@@ -49,7 +50,16 @@ def _listener_name(broker) -> str:
 async def _find(broker, key: str, key_type: int) -> dict:
     missing = {"node_id": -1, "host": "", "port": -1}
     if key_type == TRANSACTION_KEY_TYPE:
-        return {**missing, "error_code": E.coordinator_not_available, "error_message": None}
+        # No transaction coordinator here. COORDINATOR_NOT_AVAILABLE (what Kafka answers when
+        # __transaction_state cannot be created) and UNSUPPORTED_VERSION are retried by
+        # clients until their timeout; this error, Kafka's answer for a transactional id
+        # the caller may not use, is fatal in every client, so init_transactions() fails at
+        # once, as InitProducerId already answers a transactional id.
+        return {
+            **missing,
+            "error_code": E.transactional_id_authorization_failed,
+            "error_message": TRANSACTIONS_UNSUPPORTED,
+        }
     if key_type != GROUP_KEY_TYPE:
         return {
             **missing,
