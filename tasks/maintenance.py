@@ -15,6 +15,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from celery import shared_task
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -187,23 +188,70 @@ def create_run(cluster, action, topic="", partition=None, *, user=None, schedule
 
 
 # Schedules as django-celery-beat PeriodicTasks ------------------------------------------
-def sync_periodic_task(schedule: MaintenanceSchedule, every_seconds: int | None = None) -> None:
-    """Create or update the PeriodicTask behind a schedule (interval, enabled, arguments)."""
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+# cron's field order, as an operator writes it: "*/15 2-5 * * mon-fri".
+CRONTAB_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
+CRONTAB_MAX_LENGTH = 200
 
+
+def crontab_fields(expression: str) -> dict[str, str]:
+    """A crontab expression as CrontabSchedule fields; ValueError says what is wrong."""
+    from django.core.exceptions import ValidationError
+    from django_celery_beat.models import CrontabSchedule
+
+    parts = expression.split()
+    if len(parts) != len(CRONTAB_FIELDS):
+        raise ValueError(
+            f"a crontab has 5 fields (minute hour day-of-month month day-of-week), got {len(parts)}"
+        )
+    fields = dict(zip(CRONTAB_FIELDS, parts, strict=True))
+    try:
+        CrontabSchedule(**fields, timezone=settings.CELERY_TIMEZONE).full_clean(
+            validate_unique=False
+        )
+    except ValidationError as exc:
+        problems = [f"{name}: {' '.join(errors)}" for name, errors in exc.message_dict.items()]
+        raise ValueError("; ".join(problems)) from None
+    return fields
+
+
+def crontab_expression(crontab) -> str:
+    return " ".join(str(getattr(crontab, name)) for name in CRONTAB_FIELDS)
+
+
+def schedule_timing(schedule: MaintenanceSchedule) -> dict[str, Any]:
+    """{"every_seconds": n or None, "crontab": "m h dom mon dow" or None}."""
+    task = schedule.periodic_task
+    return {
+        "every_seconds": task.interval.every if task and task.interval else None,
+        "crontab": crontab_expression(task.crontab) if task and task.crontab else None,
+    }
+
+
+def sync_periodic_task(
+    schedule: MaintenanceSchedule, every_seconds: int | None = None, crontab: str | None = None
+) -> None:
+    """Create or update the PeriodicTask behind a schedule (its timing: an interval or a
+    crontab, at most one given, none keeps the current one; enabled; arguments)."""
+    from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+
+    if every_seconds is not None and crontab is not None:
+        raise ValueError("a schedule runs every N seconds or on a crontab, not both")
     with transaction.atomic():
         task = schedule.periodic_task
-        if every_seconds is not None:
-            interval, _ = IntervalSchedule.objects.get_or_create(
-                every=every_seconds, period=IntervalSchedule.SECONDS
-            )
-        elif task is not None:
-            interval = task.interval
-        else:
-            raise ValueError("a new schedule needs an interval")
+        if task is None and every_seconds is None and crontab is None:
+            raise ValueError("a new schedule needs an interval or a crontab")
         if task is None:
             task = PeriodicTask(name=f"maintenance-schedule-{schedule.pk}", task=SCHEDULE_TASK)
-        task.interval = interval
+        if every_seconds is not None:
+            task.interval, _ = IntervalSchedule.objects.get_or_create(
+                every=every_seconds, period=IntervalSchedule.SECONDS
+            )
+            task.crontab = None
+        elif crontab is not None:
+            task.crontab, _ = CrontabSchedule.objects.get_or_create(
+                **crontab_fields(crontab), timezone=settings.CELERY_TIMEZONE
+            )
+            task.interval = None
         task.args = json.dumps([schedule.pk])
         task.enabled = schedule.enabled
         task.description = (

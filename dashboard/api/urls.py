@@ -4,6 +4,7 @@ from django.urls import path
 
 from . import views_clusters as clusters
 from . import views_groups as groups
+from . import views_maintenance as maintenance
 from . import views_partitions as partitions
 from . import views_records as records
 from . import views_spark as spark
@@ -45,6 +46,16 @@ urlpatterns = [
     path(f"{G}/offsets:reset", groups.OffsetReset.as_view(), name="consumer-offsets-reset"),
     path(f"{G}/consumers/<path:consumer_id>", groups.ConsumerDetail.as_view(), name="consumer"),
     path(G, groups.GroupDetail.as_view(), name="consumer-group"),
+    path(
+        f"{C}/maintenance-schedules",
+        maintenance.MaintenanceScheduleList.as_view(),
+        name="maintenance-schedules",
+    ),
+    path(
+        f"{C}/maintenance-schedules/<int:schedule_id>",
+        maintenance.MaintenanceScheduleDetail.as_view(),
+        name="maintenance-schedule",
+    ),
     path(f"{C}/spark-loads", spark.SparkLoadList.as_view(), name="spark-loads"),
     path(L, spark.SparkLoadDetail.as_view(), name="spark-load"),
     path(f"{L}:cancel", spark.SparkLoadCancel.as_view(), name="spark-load-cancel"),

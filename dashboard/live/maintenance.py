@@ -7,6 +7,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -35,18 +36,47 @@ class TargetForm(forms.Form):
 
 
 class ScheduleForm(TargetForm):
-    every_seconds = forms.IntegerField(min_value=10, max_value=31 * 86400, initial=3600)
+    every_seconds = forms.IntegerField(
+        required=False,
+        min_value=10,
+        max_value=31 * 86400,
+        widget=forms.NumberInput(attrs={"placeholder": "3600"}),
+    )
+    crontab = forms.CharField(
+        required=False,
+        max_length=tasks.CRONTAB_MAX_LENGTH,
+        help_text="minute hour day-of-month month day-of-week, e.g. 30 3 * * sun",
+    )
     enabled = forms.BooleanField(required=False, initial=True)
+
+    def clean_crontab(self):
+        expression = " ".join(self.cleaned_data["crontab"].split())
+        if expression:
+            try:
+                tasks.crontab_fields(expression)
+            except ValueError as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return expression or None
+
+    def clean(self):
+        data = super().clean()
+        given = [f for f in ("every_seconds", "crontab") if data.get(f) is not None]
+        if len(given) != 1 and not self.errors:
+            raise forms.ValidationError("give either an interval (seconds) or a crontab")
+        return data
 
 
 def _schedule_rows(cluster: Cluster) -> list[dict]:
     rows = []
-    for schedule in cluster.schedules.select_related("periodic_task__interval").order_by("pk"):
+    schedules = cluster.schedules.select_related(
+        "periodic_task__interval", "periodic_task__crontab"
+    ).order_by("pk")
+    for schedule in schedules:
         task = schedule.periodic_task
         rows.append(
             {
                 "schedule": schedule,
-                "every_seconds": task.interval.every if task and task.interval else None,
+                **tasks.schedule_timing(schedule),
                 "last_run_at": task.last_run_at if task else None,
                 "total_runs": task.total_run_count if task else 0,
             }
@@ -73,7 +103,8 @@ def page(request, cluster_id: str):
 
 def _invalid(request, cluster: Cluster, form: forms.Form):
     for field, errors in form.errors.items():
-        messages.error(request, f"{field}: {' '.join(errors)}")
+        label = "schedule" if field == NON_FIELD_ERRORS else field
+        messages.error(request, f"{label}: {' '.join(errors)}")
     return redirect("maintenance", cluster.name)
 
 
@@ -114,7 +145,7 @@ def schedule_save(request, cluster_id: str, schedule_id: int | None = None):
     schedule.action, schedule.topic = data["action"], data["topic"] or ""
     schedule.partition, schedule.enabled = data["partition"], data["enabled"]
     schedule.save()
-    tasks.sync_periodic_task(schedule, data["every_seconds"])
+    tasks.sync_periodic_task(schedule, data["every_seconds"], data["crontab"])
     action = "maintenance.schedule.create" if schedule_id is None else "maintenance.schedule.update"
     audit.record(request.user, action, f"schedule {schedule.pk}", cluster=cluster,
                  details=data, succeeded=True, result="ok")  # fmt: skip
