@@ -715,6 +715,7 @@ class Log:
             self.producer_state.take_snapshot(self._log_end_offset)
             self.leader_epoch_cache.flush()
             for segment in self._segments[1]:
+                segment.trim()  # a preallocated file keeps only its data
                 self._close_file(segment)
                 segment.close()  # seals the indexes (the file is already closed)
             self.remove_deleted_segments(force=True)

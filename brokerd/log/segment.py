@@ -144,8 +144,15 @@ class LogSegment:
         self.config = config
         prefix = filename_prefix(base_offset)
         self.log_path = self.dir / f"{prefix}{LOG_SUFFIX}{suffix}"
-        self.file = open(self.log_path, "a+b", buffering=0)  # noqa: SIM115
-        self.size = os.fstat(self.file.fileno()).st_size
+        # Not O_APPEND: appends go to `size` with pwrite, which a preallocated file needs
+        # (its end is past the data), and pwrite ignores the offset under O_APPEND.
+        fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.file = os.fdopen(fd, "r+b", buffering=0)
+        self.size = os.fstat(fd).st_size
+        if active and config.preallocate and self.size == 0:
+            # log.preallocate: reserve segment.bytes now; the zero tail is trimmed at roll
+            # and close, and recovery after a crash stops at its first (zero) header.
+            os.posix_fallocate(fd, 0, config.segment_bytes)
         self.offset_index = OffsetIndex(
             self.dir / f"{prefix}{INDEX_SUFFIX}{suffix}",
             base_offset,
@@ -193,7 +200,7 @@ class LogSegment:
         """Write `data` (whole entries whose headers are given, positions relative to data)
         at the end of the file with one write, then index it. Returns the file position."""
         position = self.size
-        written = os.write(self.file.fileno(), data)
+        written = os.pwrite(self.file.fileno(), data, position)
         if written != len(data):
             raise OSError(f"short write to {self.log_path}: {written} of {len(data)}")
         self.size += written
@@ -307,8 +314,8 @@ class LogSegment:
     # Recovery and truncation -------------------------------------------------------
     def recover(self, on_entry: Callable[[memoryview, EntryHeader], None] | None = None) -> int:
         """Validate every entry, rebuild both indexes, truncate at the first invalid
-        byte. Returns the number of bytes truncated. `on_entry` sees each valid entry's
-        bytes (leader epochs are rebuilt from them)."""
+        byte (or trim a preallocated zero tail). Returns the number of invalid bytes cut.
+        `on_entry` sees each valid entry's bytes (leader epochs are rebuilt from them)."""
         self.offset_index.reset()
         self.time_index.reset()
         self.bytes_since_last_index_entry = 0
@@ -376,7 +383,12 @@ class LogSegment:
             valid += size
         truncated = file_size - valid
         if truncated:
+            # A preallocated segment's data ends at its first zero header (as Kafka reads a
+            # zero-length batch): the zeros after it are room, not invalid bytes.
+            end_of_data = self.config.preallocate and os.pread(fd, 12, valid) == bytes(12)
             self.file.truncate(valid)
+            if end_of_data:
+                truncated = 0
         self.size = valid
         self.time_index.maybe_append(
             self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
@@ -443,6 +455,13 @@ class LogSegment:
         )
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+        self.trim()
+
+    def trim(self) -> None:
+        """Cut a preallocated file to its data (Kafka's FileRecords.trim)."""
+        fd = self.file.fileno()
+        if os.fstat(fd).st_size > self.size:
+            os.ftruncate(fd, self.size)
 
     def flush(self) -> None:
         os.fsync(self.file.fileno())
@@ -453,6 +472,8 @@ class LogSegment:
         self.time_index.maybe_append(
             self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
         )
+        if not self.file.closed:
+            self.trim()
         self.offset_index.close()
         self.time_index.close()
         self.file.close()
