@@ -28,6 +28,9 @@ from .zk import PartitionState, ZkClient
 
 log = logging.getLogger(__name__)
 
+# How long a broker that is not the controller waits for a new topic's partition states.
+STATES_WAIT_S = 10.0
+
 PartitionsCallback = Callable[[str, Sequence[int]], Awaitable[None]]
 
 
@@ -45,6 +48,7 @@ class Controller:
         self.cache = cache
         self.config = config
         self.epoch = 0
+        self.epoch_zk_version = -1  # /controller_epoch's version when this broker took office
         self.on_topic_deleted: list[PartitionsCallback] = []
         self.channel = ControllerChannel(self, endpoint_for)
         self.live: dict[int, int] = {}  # broker id -> czxid of its registration
@@ -67,6 +71,24 @@ class Controller:
 
     def observe_epoch(self, epoch: int) -> None:
         self.highest_seen_epoch = max(self.highest_seen_epoch, epoch)
+
+    @property
+    def fence(self) -> zk.Fence:
+        """Every state write is checked against the epoch znode this controller bumped, so a
+        deposed controller (paused, partitioned) cannot overwrite its successor's states."""
+        return (zk.CONTROLLER_EPOCH, self.epoch_zk_version)
+
+    async def _resign(self) -> None:
+        """A fenced write failed: a newer controller exists. Learn its epoch, stop acting."""
+        found = await self.zk.get(zk.CONTROLLER_EPOCH)
+        if found is not None:
+            self.observe_epoch(int(found[0] or b"0"))
+        log.warning(
+            "controller: epoch %d was superseded (now %d); resigning",
+            self.epoch,
+            self.highest_seen_epoch,
+        )
+        await self.cache.refresh_controller()
 
     def _unclean_allowed(self, topic: str) -> bool:
         info = self.cache.topic(topic)
@@ -115,9 +137,12 @@ class Controller:
         if found is None:
             self.epoch = 1
             await self.zk.create_raw(zk.CONTROLLER_EPOCH, b"1")
+            self.epoch_zk_version = 0
         else:
             self.epoch = int(found[0] or b"0") + 1
-            await self.zk.set_raw(zk.CONTROLLER_EPOCH, str(self.epoch).encode(), found[1])
+            self.epoch_zk_version = await self.zk.set_raw(
+                zk.CONTROLLER_EPOCH, str(self.epoch).encode(), found[1]
+            )
         self.highest_seen_epoch = max(self.highest_seen_epoch, self.epoch)
         await self.cache.refresh_controller()
         log.info("broker %d is the controller, epoch %d", self.broker_id, self.epoch)
@@ -213,9 +238,7 @@ class Controller:
                 ErrorCode.topic_already_exists, f"Topic '{name}' already exists."
             ) from None
         await self._create_states(name, assignment)
-        info = await self.cache.refresh_topic(name)
-        assert info is not None
-        return info
+        return await self._await_states(name, assignment)
 
     async def create_partitions(self, info: TopicInfo, assignment: Mapping[int, Sequence[int]]):
         combined = {**info.assignment, **{p: list(r) for p, r in assignment.items()}}
@@ -226,9 +249,29 @@ class Controller:
         data["partitions"] = {str(p): list(r) for p, r in sorted(combined.items())}
         await self.zk.set_json(zk.topic_path(info.name), data, version)
         await self._create_states(info.name, assignment)
-        return await self.cache.refresh_topic(info.name)
+        return await self._await_states(info.name, assignment)
+
+    async def _await_states(
+        self, name: str, partitions: Mapping[int, object], timeout: float = STATES_WAIT_S
+    ) -> TopicInfo:
+        """The topic as this broker's cache sees it once the controller has written the new
+        partitions' states (at once when this broker is the controller), or at the bound:
+        clients then see LEADER_NOT_AVAILABLE for a moment and retry, as with Kafka."""
+        info = await self.cache.refresh_topic(name)
+        deadline = time.monotonic() + timeout
+        while info is None or any(p not in info.states for p in partitions):
+            if time.monotonic() >= deadline:
+                log.warning("no partition states for %s after %.0f s", name, timeout)
+                break
+            await asyncio.sleep(0.02)
+            info = self.cache.topic(name) or await self.cache.refresh_topic(name)
+        assert info is not None
+        return info
 
     async def _create_states(self, name: str, assignment: Mapping[int, Sequence[int]]) -> None:
+        """First states of new partitions; the controller's job (the others wait for it)."""
+        if not self.is_active:
+            return
         live = set(self.cache.brokers) | {self.broker_id}
         for partition, replicas in assignment.items():
             isr = [r for r in replicas if r in live]
@@ -238,10 +281,15 @@ class Controller:
                 isr=isr,
                 controller_epoch=self.epoch,
             )
+            path = zk.partition_state_path(name, partition)
+            await self.zk.ensure_path(path.rsplit("/", 1)[0])
             try:
-                await self.zk.create_json(zk.partition_state_path(name, partition), state.to_json())
+                await self.zk.fenced_create_json(path, state.to_json(), self.fence)
             except NodeExistsError:
                 pass
+            except zk.ControllerMovedError:
+                await self._resign()
+                return
 
     async def elect_missing_leaders(self) -> None:
         """Topics written by other tools (only /brokers/topics/<t>) get partition states."""
@@ -398,9 +446,15 @@ class Controller:
             if update is None:
                 return False
             try:
-                version = await self.zk.set_json(
-                    zk.partition_state_path(topic, index), update.to_json(), state.zk_version
+                version = await self.zk.fenced_set_json(
+                    zk.partition_state_path(topic, index),
+                    update.to_json(),
+                    state.zk_version,
+                    self.fence,
                 )
+            except zk.ControllerMovedError:
+                await self._resign()
+                return False
             except BadVersionError:
                 found = await self.zk.get_json(zk.partition_state_path(topic, index))
                 if found is None:
@@ -479,14 +533,20 @@ class Controller:
 
     # New topics ---------------------------------------------------------------------------
     async def on_topics_changed(self) -> None:
-        """Partitions not yet announced (new topics, new partitions) get LeaderAndIsr."""
+        """Partitions not yet announced (new topics, new partitions): LeaderAndIsr to their
+        replicas, UpdateMetadata to every broker (as Kafka's onNewPartitionCreation does)."""
         async with self._events:
             if not self.is_active:
                 return
-            fresh = [k for k in self._all_partitions() if k not in self.announced]
+            fresh = [
+                (t, p)
+                for t, p in self._all_partitions()
+                if (t, p) not in self.announced and p in self.cache.topics[t].states
+            ]  # a partition whose state is still being written is announced next time
             self.announced.update(fresh)
             if fresh:
                 await self._send_leader_and_isr(set(self.live), fresh)
+                await self._send_update_metadata(set(self.live), fresh)
 
     # Controlled shutdown ------------------------------------------------------------------
     async def controlled_shutdown(

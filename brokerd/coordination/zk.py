@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.retry import KazooRetry
 
 from brokerd.config import Endpoint
@@ -98,6 +98,15 @@ def kafka_uuid_to_uuid(text: str) -> uuid.UUID:
 
 def uuid_to_kafka(value: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+class ControllerMovedError(Exception):
+    """A fenced write failed its check: /controller_epoch moved, another controller rules."""
+
+
+# A controller's fence: /controller_epoch's znode version when it took office. Writes made
+# with it are multi-ops that first check that version, as Kafka's KafkaZkClient does.
+Fence = tuple[str, int]
 
 
 # JSON payloads ------------------------------------------------------------------------------
@@ -348,6 +357,9 @@ class ZkClient:
             makepath=True,
         )
 
+    async def ensure_path(self, path: str) -> None:
+        await asyncio.to_thread(self._kazoo.ensure_path, path)
+
     async def create_raw(self, path: str, data: bytes) -> None:
         await asyncio.to_thread(self._kazoo.create, path, data, makepath=True)
 
@@ -359,6 +371,32 @@ class ZkClient:
         """Conditional when `version` >= 0 (BadVersionError on a stale write); new version."""
         stat = await asyncio.to_thread(self._kazoo.set, path, encode(data), version)
         return stat.version
+
+    async def fenced_set_json(
+        self, path: str, data: Mapping[str, Any], version: int, fence: Fence
+    ) -> int:
+        """set_json only while `fence` holds; ControllerMovedError when it does not."""
+        results = await self._fenced(fence, lambda txn: txn.set_data(path, encode(data), version))
+        return results[1].version
+
+    async def fenced_create_json(self, path: str, data: Mapping[str, Any], fence: Fence) -> None:
+        """Create `path` (its parent must exist) only while `fence` holds."""
+        await self._fenced(fence, lambda txn: txn.create(path, encode(data)))
+
+    async def _fenced(self, fence: Fence, add_operation: Callable[[Any], None]) -> list:
+        def commit() -> list:
+            txn = self._kazoo.transaction()
+            txn.check(*fence)
+            add_operation(txn)
+            return txn.commit()
+
+        results = await asyncio.to_thread(commit)
+        if isinstance(results[0], BadVersionError | NoNodeError):
+            raise ControllerMovedError(f"{fence[0]} is no longer at version {fence[1]}")
+        for result in results[1:]:
+            if isinstance(result, Exception):
+                raise result
+        return results
 
     async def upsert_json(self, path: str, data: Mapping[str, Any]) -> None:
         try:
