@@ -21,17 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 VAR = ROOT / "var"
-JAVA_DIR = Path("/usr/share/java")
-ZOOKEEPER_JARS = (
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "slf4j-api.jar",
-    "slf4j-simple.jar",
-    "netty-all.jar",
-    "metrics-core.jar",
-    "commons-cli.jar",
-    "snappy-java.jar",
-)
+sys.path.insert(0, str(ROOT))  # run as a script: the project's packages are one level up
+
+from brokerd.tools import zookeeper  # noqa: E402
 
 
 def port_free(port: int) -> bool:
@@ -80,18 +72,7 @@ def start_zookeeper(port: int) -> subprocess.Popen:
         f"tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={home / 'data'}\n"
         f"clientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
     )
-    classpath = ":".join(str(JAVA_DIR / jar) for jar in ZOOKEEPER_JARS)
-    process = spawn(
-        "zookeeper",
-        [
-            "java",
-            "-Xmx512m",
-            "-cp",
-            classpath,
-            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-            str(config),
-        ],
-    )
+    process = spawn("zookeeper", zookeeper.server_command(config, max_heap="512m"))
     wait_for_port(port, process, "ZooKeeper")
     return process
 

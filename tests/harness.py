@@ -15,18 +15,9 @@ import sys
 import time
 from pathlib import Path
 
+from brokerd.tools import zookeeper
+
 ROOT = Path(__file__).resolve().parents[1]
-JAVA_DIR = Path("/usr/share/java")
-ZOOKEEPER_JARS = (
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "slf4j-api.jar",
-    "slf4j-simple.jar",
-    "netty-all.jar",
-    "metrics-core.jar",
-    "commons-cli.jar",
-    "snappy-java.jar",
-)
 
 
 def free_port() -> int:
@@ -68,17 +59,9 @@ class ZooKeeper:
             "admin.enableServer=false\nmaxSessionTimeout=60000\nminSessionTimeout=1000\n"
             "4lw.commands.whitelist=srvr,mntr,cons\n"
         )
-        classpath = ":".join(str(JAVA_DIR / jar) for jar in ZOOKEEPER_JARS)
         self.log = open(self.dir / "zookeeper.log", "ab")  # noqa: SIM115 - lives with the process
         self.process = subprocess.Popen(
-            [
-                "java",
-                "-Xmx256m",
-                "-cp",
-                classpath,
-                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                str(config),
-            ],
+            zookeeper.server_command(config, max_heap="256m"),
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -181,4 +164,4 @@ class BrokerProcess:
 
 
 def java_available() -> bool:
-    return shutil.which("java") is not None and (JAVA_DIR / "zookeeper.jar").exists()
+    return shutil.which("java") is not None and (zookeeper.JAVA_DIR / "zookeeper.jar").exists()
