@@ -745,6 +745,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             read_only=True,
             sensitive=True,
         ),
+        _broker(
+            "failure.probes",
+            "list",
+            [],
+            "testing only: points held at start-up until released through the admin API, "
+            "module.point=suspend (see brokerd/server/failure_probes.py); empty in production",
+            read_only=True,
+        ),
         *_topic_synonym_defs(),
     ]
 }
@@ -987,3 +995,7 @@ class BrokerConfig:
             raise ConfigError("message.max.bytes: exceeds socket.request.max.bytes")
         self.log_config()  # the topic defaults must resolve
         parse_host_port(self.get("admin.listener"), "admin.listener")
+        from brokerd.server.failure_probes import parse_probe  # the points live there
+
+        for spec in self.get("failure.probes"):
+            parse_probe(spec)

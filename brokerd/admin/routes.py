@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import metrics, segments, state
+from . import failure_probes, metrics, segments, state
 from .server import MAX_BODY_BYTES, SERVER_KEY, AdminServer, ApiError, handle_errors
 
 VERSION = "0.1.0"
@@ -35,6 +35,7 @@ def build_app(server: AdminServer) -> web.Application:
             web.get("/v1/cleaner/{topic}/{partition}", get_cleaner_partition),
             web.post("/v1/maintenance/retention", post_retention),
             web.post("/v1/maintenance/compaction", post_compaction),
+            *failure_probes.ROUTES,
         ]
     )
     return app

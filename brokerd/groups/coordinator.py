@@ -156,6 +156,7 @@ class GroupCoordinator:
                 self._spawn(self._load(partition))
 
     async def _load(self, partition: int) -> None:
+        await self.broker.failure_probes.reached("group_coordinator", "load")
         leader = self.broker.replicas.leaders.get((offsets_topic.TOPIC, partition))
         if leader is None:
             self.loading.discard(partition)
@@ -711,6 +712,10 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
     ) -> tuple[int, bytes, Group | None]:
         error = self.check_group(group_id)
+        if error == E.coordinator_load_in_progress:
+            # As Kafka: the rebalance's state is gone with the old coordinator, so the member
+            # rejoins (older clients do not expect COORDINATOR_LOAD_IN_PROGRESS here).
+            return E.rebalance_in_progress, b"", None
         if error:
             return error, b"", None
         group = self.groups.get(group_id)
@@ -769,6 +774,8 @@ class GroupCoordinator:
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> int:
         error = self.check_group(group_id)
+        if error == E.coordinator_load_in_progress:
+            return E.none  # as Kafka: answered blindly until the group is loaded
         if error:
             return error
         group = self.groups.get(group_id)

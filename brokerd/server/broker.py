@@ -22,6 +22,7 @@ from brokerd.coordination.producer_ids import ProducerIdManager
 from brokerd.groups.coordinator import GroupCoordinator
 
 from .dispatcher import Dispatcher
+from .failure_probes import FailureProbes
 from .fetch_session import FetchSessionCache
 from .listener import Listener
 from .replica_manager import ReplicaManager
@@ -48,6 +49,7 @@ class Broker:
             endpoint_for=lambda info: self.replicas.inter_broker_endpoint(info),
         )
         self.replicas = ReplicaManager(self)
+        self.failure_probes = FailureProbes(config.get("failure.probes"))
         self.groups = GroupCoordinator(self)
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
         self.fetch_sessions = FetchSessionCache(

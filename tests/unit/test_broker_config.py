@@ -48,6 +48,9 @@ def test_log_synonyms_feed_topic_defaults_with_their_source():
         ({"log.cleanup.policy": "archive"}, "log.cleanup.policy"),
         ({"auto.create.topics.enable": "yes"}, "auto.create.topics.enable"),
         ({"message.max.bytes": "200", "socket.request.max.bytes": "100"}, "message.max.bytes"),
+        ({"failure.probes": "group_coordinator.load"}, "failure.probes"),
+        ({"failure.probes": "group_coordinator.load=crash"}, "failure.probes"),
+        ({"failure.probes": "log.append=suspend"}, "failure.probes"),
     ],
 )
 def test_invalid_config_is_refused_naming_the_key(props, key):
