@@ -9,17 +9,21 @@ the controller and a stopping broker send.
 No `from __future__ import annotations`: kio's native reader resolves the field types.
 """
 
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import field
 
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.schema.types import BrokerId, TopicName
-from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
 
 from . import produce_legacy
+from .kio_style import Message
+
+LEADER_AND_ISR = Message(4, 4, True, RequestHeader, ResponseHeader)
+STOP_REPLICA = Message(5, 3, True, RequestHeader, ResponseHeader)
+UPDATE_METADATA = Message(6, 6, True, RequestHeader, ResponseHeader)
+CONTROLLED_SHUTDOWN = Message(7, 3, True, RequestHeader, ResponseHeader)
 
 
 def _int32(default=None):
@@ -35,13 +39,8 @@ def _ids():
 # LeaderAndIsr v4 --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@LEADER_AND_ISR.request_part
 class LeaderAndIsrPartitionState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(4)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(4)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     partition_index: i32 = _int32()
     controller_epoch: i32 = _int32()
     leader: BrokerId = _int32()
@@ -54,36 +53,21 @@ class LeaderAndIsrPartitionState:
     is_new: bool = field(metadata={"kafka_type": "bool"}, default=False)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@LEADER_AND_ISR.request_part
 class LeaderAndIsrTopicState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(4)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(4)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_states: tuple[LeaderAndIsrPartitionState, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@LEADER_AND_ISR.request_part
 class LeaderAndIsrLiveLeader:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(4)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(4)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     broker_id: BrokerId = _int32()
     host_name: str = field(metadata={"kafka_type": "string"})
     port: i32 = _int32()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@LEADER_AND_ISR.request
 class LeaderAndIsrRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(4)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(4)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     controller_id: BrokerId = _int32()
     controller_epoch: i32 = _int32()
     broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
@@ -91,25 +75,15 @@ class LeaderAndIsrRequest:
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@LEADER_AND_ISR.response_part
 class LeaderAndIsrPartitionError:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(4)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(4)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_index: i32 = _int32()
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@LEADER_AND_ISR.response
 class LeaderAndIsrResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(4)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(4)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     partition_errors: tuple[LeaderAndIsrPartitionError, ...]
 
@@ -117,61 +91,36 @@ class LeaderAndIsrResponse:
 # StopReplica v3 ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@STOP_REPLICA.request_part
 class StopReplicaPartitionState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(5)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     partition_index: i32 = _int32()
     leader_epoch: i32 = _int32(i32(-1))
     delete_partition: bool = field(metadata={"kafka_type": "bool"}, default=False)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@STOP_REPLICA.request_part
 class StopReplicaTopicState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(5)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_states: tuple[StopReplicaPartitionState, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@STOP_REPLICA.request
 class StopReplicaRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(5)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     controller_id: BrokerId = _int32()
     controller_epoch: i32 = _int32()
     broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
     topic_states: tuple[StopReplicaTopicState, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@STOP_REPLICA.response_part
 class StopReplicaPartitionError:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(5)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_index: i32 = _int32()
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@STOP_REPLICA.response
 class StopReplicaResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(5)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     partition_errors: tuple[StopReplicaPartitionError, ...]
 
@@ -179,13 +128,8 @@ class StopReplicaResponse:
 # UpdateMetadata v6 ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@UPDATE_METADATA.request_part
 class UpdateMetadataPartitionState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(6)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     partition_index: i32 = _int32()
     controller_epoch: i32 = _int32()
     leader: BrokerId = _int32()
@@ -196,49 +140,29 @@ class UpdateMetadataPartitionState:
     offline_replicas: tuple[BrokerId, ...] = _ids()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@UPDATE_METADATA.request_part
 class UpdateMetadataTopicState:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(6)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_states: tuple[UpdateMetadataPartitionState, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@UPDATE_METADATA.request_part
 class UpdateMetadataEndpoint:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(6)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     port: i32 = _int32()
     host: str = field(metadata={"kafka_type": "string"})
     listener: str = field(metadata={"kafka_type": "string"})
     security_protocol: i16 = field(metadata={"kafka_type": "int16"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@UPDATE_METADATA.request_part
 class UpdateMetadataBroker:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(6)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     id: BrokerId = _int32()
     endpoints: tuple[UpdateMetadataEndpoint, ...]
     rack: str | None = field(metadata={"kafka_type": "string"}, default=None)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@UPDATE_METADATA.request
 class UpdateMetadataRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(6)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     controller_id: BrokerId = _int32()
     controller_epoch: i32 = _int32()
     broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
@@ -246,48 +170,28 @@ class UpdateMetadataRequest:
     live_brokers: tuple[UpdateMetadataBroker, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@UPDATE_METADATA.response
 class UpdateMetadataResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(6)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
 # ControlledShutdown v3 --------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@CONTROLLED_SHUTDOWN.request
 class ControlledShutdownRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(7)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     broker_id: BrokerId = _int32()
     broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@CONTROLLED_SHUTDOWN.response_part
 class ControlledShutdownRemainingPartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(7)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_index: i32 = _int32()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@CONTROLLED_SHUTDOWN.response
 class ControlledShutdownResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(7)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     remaining_partitions: tuple[ControlledShutdownRemainingPartition, ...]
 

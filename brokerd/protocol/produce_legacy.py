@@ -13,18 +13,21 @@ No `from __future__ import annotations`: kio's native reader resolves the field 
 """
 
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import SimpleNamespace
-from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader
 from kio.schema.response_header.v0.header import ResponseHeader
 from kio.schema.types import TopicName
-from kio.static.constants import EntityType
 from kio.static.primitive import Records, TZAware, i16, i32, i32Timedelta, i64
 
-PRODUCE = i16(0)
+from .kio_style import Message
+
+_PRODUCE = {
+    version: Message(0, version, False, RequestHeader, ResponseHeader) for version in (0, 1, 2)
+}
+PRODUCE_V0, PRODUCE_V1, PRODUCE_V2 = _PRODUCE.values()
 
 
 def _int32():
@@ -34,36 +37,21 @@ def _int32():
 # Requests: the same layout for v0, v1 and v2 -----------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@PRODUCE_V0.request_part
 class PartitionProduceData:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = PRODUCE
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     index: i32 = _int32()
     records: Records | None = field(metadata={"kafka_type": "records"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@PRODUCE_V0.request_part
 class TopicProduceData:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = PRODUCE
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     name: TopicName = field(metadata={"kafka_type": "string"})
     partition_data: tuple[PartitionProduceData, ...]
 
 
 def _request(version: int) -> type:
-    @dataclass(frozen=True, slots=True, kw_only=True)
+    @_PRODUCE[version].request
     class ProduceRequest:
-        __type__: ClassVar = EntityType.request
-        __version__: ClassVar[i16] = i16(version)
-        __flexible__: ClassVar[bool] = False
-        __api_key__: ClassVar[i16] = PRODUCE
-        __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
         acks: i16 = field(metadata={"kafka_type": "int16"})
         timeout: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
         topic_data: tuple[TopicProduceData, ...]
@@ -75,86 +63,51 @@ def _request(version: int) -> type:
 # Responses ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@PRODUCE_V0.response_part
 class PartitionProduceResponseV0:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = PRODUCE
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     index: i32 = _int32()
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     base_offset: i64 = field(metadata={"kafka_type": "int64"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@PRODUCE_V2.response_part
 class PartitionProduceResponseV2:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(2)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = PRODUCE
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     index: i32 = _int32()
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     base_offset: i64 = field(metadata={"kafka_type": "int64"})
     log_append_time: TZAware | None = field(metadata={"kafka_type": "datetime_i64"}, default=None)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@PRODUCE_V0.response_part
 class TopicProduceResponseV0:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = PRODUCE
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     name: TopicName = field(metadata={"kafka_type": "string"})
     partition_responses: tuple[PartitionProduceResponseV0, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@PRODUCE_V2.response_part
 class TopicProduceResponseV2:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(2)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = PRODUCE
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     name: TopicName = field(metadata={"kafka_type": "string"})
     partition_responses: tuple[PartitionProduceResponseV2, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@PRODUCE_V0.response
 class ProduceResponseV0:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = PRODUCE
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     responses: tuple[TopicProduceResponseV0, ...]
 
 
 _NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@PRODUCE_V1.response
 class ProduceResponseV1:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(1)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = PRODUCE
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     responses: tuple[TopicProduceResponseV0, ...]
     throttle_time: i32Timedelta = field(
         metadata={"kafka_type": "timedelta_i32"}, default=_NO_THROTTLE
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@PRODUCE_V2.response
 class ProduceResponseV2:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(2)
-    __flexible__: ClassVar[bool] = False
-    __api_key__: ClassVar[i16] = PRODUCE
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     responses: tuple[TopicProduceResponseV2, ...]
     throttle_time: i32Timedelta = field(
         metadata={"kafka_type": "timedelta_i32"}, default=_NO_THROTTLE
