@@ -1,4 +1,5 @@
-"""The brokerd command line: `serve` runs a broker, `dump-log` reads log files."""
+"""The brokerd command line: `serve` runs a broker, `dump-log` reads log files, `groups` and
+`reassign` are the counterparts of kafka-consumer-groups.sh and kafka-reassign-partitions.sh."""
 
 from __future__ import annotations
 
@@ -44,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
         "groups", help="list, describe, reset and delete consumer groups", add_help=False
     )
     groups.set_defaults(run=_run_groups)
+
+    reassign = commands.add_parser(
+        "reassign", help="move partition replicas (kafka-reassign-partitions.sh)", add_help=False
+    )
+    reassign.set_defaults(run=_run_reassign)
     return parser
 
 
@@ -111,6 +117,14 @@ def _run_groups(args: argparse.Namespace, rest: list[str]) -> int:
     return cli.run(parser.parse_args(rest))
 
 
+def _run_reassign(args: argparse.Namespace, rest: list[str]) -> int:
+    from brokerd.tools import reassign
+
+    parser = argparse.ArgumentParser(prog="brokerd reassign")
+    reassign.add_arguments(parser)
+    return reassign.run(parser.parse_args(rest))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
@@ -118,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_dump_log(args, rest)
     if args.command == "groups":
         return _run_groups(args, rest)
+    if args.command == "reassign":
+        return _run_reassign(args, rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return args.run(args)

@@ -62,6 +62,10 @@ def partition_view(broker: Broker, topic: str, partition: int) -> dict[str, Any]
     info = broker.metadata.topic(topic)
     led = broker.replicas.leaders.get((topic, partition))
     assigned = list(info.assignment.get(partition, [])) if info else []
+    # During a reassignment the assignment is target + original replicas (KIP-455).
+    adding = list(info.adding.get(partition, [])) if info else []
+    removing = list(info.removing.get(partition, [])) if info else []
+    target = [r for r in assigned if r not in removing]
     leader = znode.leader if znode else -1
     leader_epoch = led.leader_epoch if led else (znode.leader_epoch if znode else -1)
     isr = list(led.isr) if led else (list(znode.isr) if znode else [])
@@ -74,7 +78,11 @@ def partition_view(broker: Broker, topic: str, partition: int) -> dict[str, Any]
         "is_leader": led is not None,
         "isr": isr,
         "assigned_replicas": assigned,
-        "under_replicated": led is not None and len(isr) < len(assigned),
+        "adding_replicas": adding,
+        "removing_replicas": removing,
+        # Against the target replicas, as Kafka counts since KIP-352: a partition is not
+        # under-replicated just because replicas are being added.
+        "under_replicated": led is not None and len(isr) < len(target),
     }
     if log is None:
         reason = manager.offline_partitions.get((topic, partition)) if manager else None

@@ -31,22 +31,18 @@ async def handle_alter_partition_reassignments(broker, request: Request):
         )
     except KafkaError as exc:
         error, message = exc.error_code, exc.message
-    by_topic: dict[str, list] = {}
-    for (topic, index), (code, text) in results.items():
-        by_topic.setdefault(topic, []).append(
-            module.ReassignablePartitionResponse(
-                partition_index=index, error_code=code, error_message=text
-            )
-        )
     return build(
         module.AlterPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,
         allow_replication_factor_change=allow_rf_change,
         error_code=error,
         error_message=message,
-        responses=tuple(
-            module.ReassignableTopicResponse(name=t, partitions=tuple(ps))
-            for t, ps in by_topic.items()
+        responses=_by_topic(
+            results,
+            lambda index, found: module.ReassignablePartitionResponse(
+                partition_index=index, error_code=found[0], error_message=found[1]
+            ),
+            module.ReassignableTopicResponse,
         ),
     )
 
@@ -67,26 +63,30 @@ async def handle_list_partition_reassignments(broker, request: Request):
         ongoing = await broker.controller.run_event(listed)
     except KafkaError as exc:
         error, message = exc.error_code, exc.message
-    by_topic: dict[str, list] = {}
-    for (topic, index), assignment in ongoing.items():
-        by_topic.setdefault(topic, []).append(
-            module.OngoingPartitionReassignment(
-                partition_index=index,
-                replicas=assignment.replicas,
-                adding_replicas=assignment.adding,
-                removing_replicas=assignment.removing,
-            )
-        )
     return build(
         module.ListPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,
         error_code=error,
         error_message=message,
-        topics=tuple(
-            module.OngoingTopicReassignment(name=t, partitions=tuple(ps))
-            for t, ps in by_topic.items()
+        topics=_by_topic(
+            ongoing,
+            lambda index, assignment: module.OngoingPartitionReassignment(
+                partition_index=index,
+                replicas=assignment.replicas,
+                adding_replicas=assignment.adding,
+                removing_replicas=assignment.removing,
+            ),
+            module.OngoingTopicReassignment,
         ),
     )
+
+
+def _by_topic(per_partition: dict, partition_entry, topic_entry) -> tuple:
+    """Response entries grouped by topic from {(topic, partition): value}."""
+    by_topic: dict[str, list] = {}
+    for (topic, index), value in per_partition.items():
+        by_topic.setdefault(topic, []).append(partition_entry(index, value))
+    return tuple(topic_entry(name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
 
 
 HANDLERS = {
