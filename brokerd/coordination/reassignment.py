@@ -378,6 +378,18 @@ class Reassigner:
                 )
 
     # ZooKeeper --------------------------------------------------------------------------
+    @property
+    def _fence(self) -> zk.Fence:
+        return self.controller.fence
+
+    async def _fenced(self, write) -> None:
+        """Await a fenced write; if another controller took over, resign and stop."""
+        try:
+            await write
+        except zk.ControllerMovedError:
+            await self.controller._resign()
+            raise KafkaError(ErrorCode.not_controller) from None
+
     async def _write_assignment(self, key: PartitionKey, assignment: ReplicaAssignment) -> None:
         """One partition's RS/AR/RR in /brokers/topics/<t>, conditional on its version."""
         topic, index = key
@@ -399,7 +411,7 @@ class Reassigner:
                     entries[str(index)] = list(replicas)
                 data[field_name] = entries
             try:
-                await self.zk.set_json(path, data, version)
+                await self._fenced(self.zk.fenced_set_json(path, data, version, self._fence))
             except BadVersionError:
                 continue
             break
@@ -457,10 +469,12 @@ class Reassigner:
         kept = {k: rs for k, rs in entries.items() if not drop(k, rs)}
         if len(kept) == len(entries):
             return
+        path, version = zk.REASSIGN_PARTITIONS, found[1]
         try:
             if kept:
-                await self.zk.set_json(zk.REASSIGN_PARTITIONS, legacy_payload(kept), found[1])
+                payload = legacy_payload(kept)
+                await self._fenced(self.zk.fenced_set_json(path, payload, version, self._fence))
             else:
-                await self.zk.delete(zk.REASSIGN_PARTITIONS)
+                await self._fenced(self.zk.fenced_delete(path, version, self._fence))
         except (BadVersionError, NoNodeError):
             log.info("%s changed meanwhile; it is read again", zk.REASSIGN_PARTITIONS)

@@ -383,6 +383,10 @@ class ZkClient:
         """Create `path` (its parent must exist) only while `fence` holds."""
         await self._fenced(fence, lambda txn: txn.create(path, encode(data)))
 
+    async def fenced_delete(self, path: str, version: int, fence: Fence) -> None:
+        """Delete `path` (at `version`; -1: any) only while `fence` holds."""
+        await self._fenced(fence, lambda txn: txn.delete(path, version))
+
     async def _fenced(self, fence: Fence, add_operation: Callable[[Any], None]) -> list:
         def commit() -> list:
             txn = self._kazoo.transaction()
