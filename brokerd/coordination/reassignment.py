@@ -223,6 +223,7 @@ class Reassigner:
         """A new controller: reassignments in the topic znodes go on (epoch bumped, so the
         replicas hear of them again), then any written to /admin/reassign_partitions."""
         self.ongoing = {}
+        self._legacy_armed = False  # a new ZooKeeper session has none of the old watches
         for info in list(self.cache.topics.values()):
             for index in sorted(set(info.adding) | set(info.removing)):
                 if index in info.assignment and not info.marked_for_deletion:

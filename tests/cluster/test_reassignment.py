@@ -222,7 +222,7 @@ def test_legacy_reassign_partitions_znode(cluster, topic_name):
         zk.close()
 
 
-def test_bad_requests_get_kafka_error_codes(cluster, topic_name):
+def test_bad_requests_get_kafka_error_codes_and_elect_leaders(cluster, topic_name):
     create_placed_topic(cluster, topic_name, [1, 2])
     key = (topic_name, 0)
     refusals = {
@@ -255,6 +255,17 @@ def test_bad_requests_get_kafka_error_codes(cluster, topic_name):
             k: code for k, (_, code) in refusals.items()
         }
         wait_placed(cluster, topic_name, [2, 1])
+        # The reorder kept broker 1 leading; a preferred election hands it to broker 2.
+        assert client.admin.elect_leaders("preferred", [key]) == {key: ErrorCode.none}
+        cluster.wait_for(lambda m: m["topics"][topic_name][0]["leader"] == 2, what="2 leading")
+        assert client.admin.elect_leaders("preferred", [key]) == {
+            key: ErrorCode.election_not_needed
+        }
+        with pytest.raises(AdminError) as refused:
+            client.admin.elect_leaders("preferred", [(topic_name, 7)])
+        assert refused.value.errors[(topic_name, 7)].error_code == (
+            ErrorCode.unknown_topic_or_partition
+        )
         # Brokers that are not the controller answer NOT_CONTROLLER.
         controller = client.admin.describe_cluster().controller_id
         elsewhere = next(b for b in cluster.brokers if b != controller)
