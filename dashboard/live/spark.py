@@ -67,7 +67,7 @@ class LaunchForm(forms.Form):
             ("csv", "CSV"),
             ("json", "JSON"),
             ("parquet", "Parquet"),
-        ],  # fmt: skip
+        ],
         required=False,
     )
     key_column = forms.CharField(required=False, max_length=128)
