@@ -31,6 +31,11 @@ KAFKA_STATUS = {
     ErrorCode.cluster_authorization_failed: status.HTTP_403_FORBIDDEN,
     ErrorCode.group_authorization_failed: status.HTTP_403_FORBIDDEN,
     ErrorCode.offset_out_of_range: status.HTTP_416_REQUESTED_RANGE_NOT_SATISFIABLE,
+    # Elections and reassignments the cluster's state refuses now.
+    ErrorCode.preferred_leader_not_available: status.HTTP_409_CONFLICT,
+    ErrorCode.eligible_leaders_not_available: status.HTTP_409_CONFLICT,
+    ErrorCode.reassignment_in_progress: status.HTTP_409_CONFLICT,
+    ErrorCode.no_reassignment_in_progress: status.HTTP_404_NOT_FOUND,
 }
 
 

@@ -5,6 +5,7 @@ from django.urls import path
 from . import views_clusters as clusters
 from . import views_groups as groups
 from . import views_maintenance as maintenance
+from . import views_partition_moves as moves
 from . import views_partitions as partitions
 from . import views_records as records
 from . import views_spark as spark
@@ -23,13 +24,27 @@ urlpatterns = [
     path(C, clusters.ClusterDetail.as_view(), name="cluster"),
     path(f"{C}/brokers", clusters.BrokerList.as_view(), name="brokers"),
     path(f"{C}/brokers/<int:broker_id>", clusters.BrokerDetail.as_view(), name="broker"),
+    # Before the topic routes: REST Proxy v3 spells "every topic/partition" as "-".
+    path(
+        f"{C}/topics/-/partitions/-/reassignment",
+        moves.AllReassignments.as_view(),
+        name="reassignments",
+    ),
+    path(f"{C}/partitions:elect-leaders", moves.ElectLeaders.as_view(), name="elect-leaders"),
     path(f"{C}/topics", topics.TopicList.as_view(), name="topics"),
     path(T, topics.TopicDetail.as_view(), name="topic"),
     path(f"{T}/configs", topics.TopicConfigList.as_view(), name="topic-configs"),
     path(f"{T}/configs:alter", topics.TopicConfigAlter.as_view(), name="topic-configs-alter"),
     path(f"{T}/configs/<str:name>", topics.TopicConfigDetail.as_view(), name="topic-config"),
     path(f"{T}/partitions", partitions.PartitionList.as_view(), name="partitions"),
+    path(
+        f"{T}/partitions/-/reassignment",
+        moves.TopicReassignments.as_view(),
+        name="topic-reassignments",
+    ),
     path(P, partitions.PartitionDetail.as_view(), name="partition"),
+    path(f"{P}:elect-leader", moves.PartitionElectLeader.as_view(), name="elect-leader"),
+    path(f"{P}/reassignment", moves.PartitionReassignment.as_view(), name="reassignment"),
     path(f"{P}/replicas", partitions.ReplicaList.as_view(), name="replicas"),
     path(f"{P}/replicas/<int:broker_id>", partitions.ReplicaDetail.as_view(), name="replica"),
     path(f"{P}/segments", partitions.SegmentList.as_view(), name="segments"),

@@ -11,8 +11,9 @@ import asyncio
 import time
 from typing import Any
 
-from brokerd.client.errors import KafkaResponseError
+from brokerd.client.errors import KafkaClientError, KafkaResponseError
 
+from . import partition_moves
 from .admin_api import AdminApi, AdminApiError
 from .kafka import EARLIEST, LATEST, KafkaOps
 
@@ -135,8 +136,10 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
     if info is None:
         raise KafkaResponseError(3, None, f"topic {topic}")
     ids = sorted(info.partitions)
-    high, low = await asyncio.gather(
-        ops.list_offsets(topic, ids, LATEST), ops.list_offsets(topic, ids, EARLIEST)
+    high, low, moving = await asyncio.gather(
+        ops.list_offsets(topic, ids, LATEST),
+        ops.list_offsets(topic, ids, EARLIEST),
+        _reassignments(ops, topic, ids),
     )
     views, unreachable = await _replica_views(admin, topic, info) if admin else ({}, set())
     up = set(metadata.brokers) - unreachable
@@ -178,11 +181,27 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
                 "high_watermark": hw if hw is not None else (led or {}).get("high_watermark"),
                 "log_start_offset": _value(low[pid]),
                 "size_bytes": leader_size,
-                "under_replicated": len(isr) < len(p.replicas),
+                # Against the target while a reassignment runs (KIP-352): copying is not
+                # under-replication.
+                "under_replicated": len(isr) < len(_target_replicas(p.replicas, moving.get(pid))),
                 "offline": p.leader < 0 or p.leader not in up,
+                "reassignment": moving.get(pid),
             }
         )
     return partitions
+
+
+def _target_replicas(replicas, reassignment: dict | None) -> list[int]:
+    return reassignment["target_replicas"] if reassignment else list(replicas)
+
+
+async def _reassignments(ops: KafkaOps, topic: str, ids: list[int]) -> dict[int, dict]:
+    """Partition id -> its reassignment in progress (replicas being added and removed)."""
+    try:
+        rows = await partition_moves.list_reassignments(ops.admin, [(topic, p) for p in ids])
+    except KafkaClientError:  # a controller in the middle of changing: none shown this round
+        return {}
+    return {row["partition_id"]: row for row in rows}
 
 
 async def _replica_views(admin: AdminApi, topic: str, info) -> tuple[dict[int, dict], set[int]]:

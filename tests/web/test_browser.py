@@ -3,6 +3,7 @@ open the overview, create a topic with kafka-python, and watch the open page cha
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
@@ -22,20 +23,26 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture
-def browser_page(live_dashboard):
+@contextlib.contextmanager
+def chromium_context(timeout_ms: int = 20_000):
+    """A browser context on Debian's chromium (its pages share one login); artifacts dir made."""
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
-        context = browser.new_context()  # pages of one session share the login
-        context.set_default_timeout(20_000)
-        page = context.new_page()
         try:
-            yield page
+            context = browser.new_context()
+            context.set_default_timeout(timeout_ms)
+            yield context
         finally:
             browser.close()
+
+
+@pytest.fixture
+def browser_page(live_dashboard):
+    with chromium_context() as context:
+        yield context.new_page()
 
 
 def log_in(page, live_dashboard) -> None:

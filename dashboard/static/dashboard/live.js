@@ -67,6 +67,30 @@
     }
   }
 
+  function reassignmentText(r) {
+    if (!r) return "";
+    let label = `to ${r.target_replicas.join(", ")}`;
+    if (r.adding_replicas.length) label += `; adding ${r.adding_replicas.join(", ")}`;
+    if (r.removing_replicas.length) label += `; removing ${r.removing_replicas.join(", ")}`;
+    return label;
+  }
+
+  // Operators' buttons; partition-moves.js handles their clicks.
+  function partitionActions(p) {
+    const cell = el("td", undefined, "actions");
+    const elect = el("button", "Elect preferred leader", "elect-preferred");
+    elect.type = "button";
+    elect.dataset.partition = p.partition_id;
+    cell.append(elect);
+    if (p.reassignment) {
+      const cancel = el("button", "Cancel reassignment", "cancel-reassignment");
+      cancel.type = "button";
+      cancel.dataset.partition = p.partition_id;
+      cell.append(" ", cancel);
+    }
+    return cell;
+  }
+
   function renderTopic(data) {
     showError(data.error);
     const rows = document.querySelector("#partitions tbody");
@@ -92,7 +116,8 @@
         el("td", p.replicas.map((r) => r.broker_id).join(", "), "replicas"),
         el("td", p.isr.join(", "), "isr"), el("td", text(p.log_start_offset)),
         el("td", text(p.high_watermark), "hw"), leo, el("td", p.size_bytes ?? "?"),
-        el("td", state, "state"));
+        el("td", state, "state"), el("td", reassignmentText(p.reassignment), "reassignment"));
+      if (body.dataset.operate) row.append(partitionActions(p));
       return row;
     }));
   }
