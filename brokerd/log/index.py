@@ -56,6 +56,7 @@ class _Index:
                 raise FileNotFoundError(self.path)
             self.path.touch()
         self._file = open(self.path, mode)  # noqa: SIM115 - the index owns its file
+        self._fd = self._file.fileno()
         length = os.fstat(self._file.fileno()).st_size
         if existed:
             self.entries = length // self.entry_size
@@ -70,6 +71,7 @@ class _Index:
             length = target
         self._length = length
         self._mmap: mmap.mmap | None = None
+        self._last_raw: tuple[int, tuple[int, int]] | None = None
         self._remap()
 
     def _round(self, size: int) -> int:
@@ -131,15 +133,19 @@ class _Index:
     def _append_raw(self, packed_a: int, packed_b: int) -> None:
         if not self.writable:
             raise PermissionError(f"{self.path} is read-only")
-        if self.is_full:
-            raise CorruptIndexError(f"index {self.path} is full ({self.entries} entries)")
-        self.entry.pack_into(self._mmap, self.entries * self.entry_size, packed_a, packed_b)
-        self.entries += 1
-        self._last_raw = (self.entries, (packed_a, packed_b))
+        entries = self.entries
+        if entries >= self._max_entries:
+            raise CorruptIndexError(f"index {self.path} is full ({entries} entries)")
+        # pwrite, not a store into the mapping: once writeback has cleaned the page, a store
+        # faults and may sleep on the filesystem's journal (hundreds of µs under a heavy
+        # write load), while the write path does not. Lookups read the same page cache.
+        os.pwrite(self._fd, self.entry.pack(packed_a, packed_b), entries * self.entry_size)
+        self.entries = entries = entries + 1
+        self._last_raw = (entries, (packed_a, packed_b))
 
     def _last(self) -> tuple[int, int]:
         """The raw last entry; cached per entry count, since appends check it every time."""
-        cached = getattr(self, "_last_raw", None)
+        cached = self._last_raw
         if cached is None or cached[0] != self.entries:
             cached = (self.entries, self._read(self.entries - 1))
             self._last_raw = cached
@@ -180,6 +186,7 @@ class _Index:
             self._mmap.close()
             self._mmap = None
         self._file.close()
+        self.writable = False  # its descriptor number may be reused: no more pwrites
 
     def rename_to(self, path: Path) -> None:
         os.replace(self.path, path)
@@ -190,6 +197,7 @@ class _Index:
             self._mmap.close()
             self._mmap = None
         self._file.close()
+        self.writable = False
         self.path.unlink(missing_ok=True)
 
 
@@ -221,11 +229,11 @@ class OffsetIndex(_Index):
         return self.entry_at(slot)
 
     def append(self, offset: int, position: int) -> None:
-        if self.entries and offset <= self.last_offset:
+        relative = offset - self.base_offset
+        if self.entries and relative <= self._last()[0]:
             raise CorruptIndexError(
                 f"offset {offset} is not larger than the last entry {self.last_offset}"
             )
-        relative = offset - self.base_offset
         if not 0 <= relative <= 0x7FFFFFFF:
             raise CorruptIndexError(f"offset {offset} does not fit relative to {self.base_offset}")
         self._append_raw(relative, position)
@@ -293,7 +301,8 @@ class TimeIndex(_Index):
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Append only a larger timestamp at a larger offset (entries stay monotonic)."""
-        if self.is_full and not skip_full_check:
+        full = self.entries >= self._max_entries
+        if full and not skip_full_check:
             raise CorruptIndexError(f"time index {self.path} is full")
         if self.entries:
             last_timestamp, last_relative = self._last()
@@ -301,7 +310,7 @@ class TimeIndex(_Index):
                 raise CorruptIndexError(f"offset {offset} is before the last entry")
             if timestamp <= last_timestamp:
                 return
-        if self.is_full:
+        if full:
             return
         self._append_raw(timestamp, offset - self.base_offset)
 

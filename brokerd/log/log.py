@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -20,11 +21,16 @@ from pathlib import Path
 from ..config import LogConfig
 from ..records import legacy
 from ..records.batch import (
+    HEADER,
     HEADER_SIZE,
     LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    MAGIC_POS,
+    NO_PRODUCER_ID,
     CorruptRecordError,
     InvalidRecordError,
     RecordBatch,
+    validate_produced_batch,
 )
 from . import errors
 from .leader_epochs import LeaderEpochFileCache
@@ -35,6 +41,9 @@ log = logging.getLogger(__name__)
 
 # Background fsync of rolled segments, so that a roll never stalls the event loop.
 _flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-flush")
+
+# baseOffset, batchLength, partitionLeaderEpoch: the bytes of a batch outside its CRC.
+_BATCH_PREFIX = struct.Struct(">qii")
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -112,6 +121,7 @@ class Log:
         self.topic, self.partition = parse_dir_name(self.dir.name)
         self.config = config
         self._lock = threading.RLock()
+        self._plain_appends_for: tuple[LogConfig | None, bool] = (None, False)
         self._segments: tuple[list[int], list[LogSegment]] = ([], [])
         self._set_segments(segments)
         self.log_start_offset = log_start_offset
@@ -187,7 +197,17 @@ class Log:
 
         With defer_flush, a due fsync (flush.messages / flush.ms) is left to the caller
         (`AppendInfo.flush_needed`), so an event loop need not block on it.
-        Raises the typed errors of `errors` (each carries its Kafka error code)."""
+        Raises the typed errors of `errors` (each carries its Kafka error code).
+
+        The common request, one v2 batch under CreateTime that needs no record-level checks,
+        takes `_append_single_batch` (no copy); the rest is copied and patched in place."""
+        plain = self._plain_appends_for
+        if plain[0] is not self.config:
+            plain = self._check_plain_appends()
+        if plain[1] and len(records) >= HEADER_SIZE and records[MAGIC_POS] == 2:
+            header = HEADER.unpack_from(records, 0)
+            if header[1] + LOG_OVERHEAD == len(records):
+                return self._append_single_batch(records, header, leader_epoch, now_ms, defer_flush)
         buf = bytearray(records)
         if len(buf) > 16 and buf[16] in (0, 1):
             try:
@@ -206,16 +226,7 @@ class Log:
                 if duplicate is not None:
                     if len(batches) > 1:
                         raise errors.DuplicateSequenceError("duplicate batch inside a request")
-                    return AppendInfo(
-                        duplicate.first_offset,
-                        duplicate.last_offset,
-                        batch.max_timestamp,
-                        -1,
-                        self.log_start_offset,
-                        0,
-                        0,
-                        duplicate=True,
-                    )
+                    return self._duplicate_info(duplicate, batch.max_timestamp)
             first_offset = self._log_end_offset
             next_offset = first_offset
             headers: list[EntryHeader] = []
@@ -259,6 +270,92 @@ class Log:
                 flush_needed=flush_due,
             )
 
+    def _check_plain_appends(self) -> tuple[LogConfig, bool]:
+        """Whether this config makes appends plain, cached per config object: CreateTime
+        and no record-level checks, so a produced batch is written as it came but for the
+        prefix outside its CRC."""
+        config = self.config
+        plain = (
+            config.message_timestamp_type != "LogAppendTime"
+            and not config.compact
+            and config.message_timestamp_difference_max_ms >= (1 << 62)
+        )
+        self._plain_appends_for = (config, plain)
+        return self._plain_appends_for
+
+    def _append_single_batch(
+        self,
+        records: bytes | bytearray | memoryview,
+        header: tuple,
+        leader_epoch: int,
+        now_ms: int | None,
+        defer_flush: bool,
+    ) -> AppendInfo:
+        """append_as_leader's hot path: validate from the header tuple, then write the
+        rebuilt prefix (assigned baseOffset, leader epoch) and the producer's bytes after it
+        with one vectored write. The same checks and effects as the general path."""
+        size = len(records)
+        max_bytes = self.config.max_message_bytes
+        if size > max_bytes:
+            raise errors.RecordTooLargeError(
+                f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
+            )
+        try:
+            validate_produced_batch(records, 0, header)
+        except CorruptRecordError as exc:
+            raise errors.CorruptMessageError(str(exc)) from exc
+        except InvalidRecordError as exc:
+            raise errors.InvalidRecordError(str(exc)) from exc
+        now = self.now_ms() if now_ms is None else now_ms
+        max_timestamp = header[8]
+        count = header[12]
+        with self._lock:
+            self._check_open()
+            batch = None
+            if header[9] != NO_PRODUCER_ID:
+                batch = RecordBatch(records)
+                duplicate = self.producer_state.check(batch)
+                if duplicate is not None:
+                    return self._duplicate_info(duplicate, max_timestamp)
+            first_offset = self._log_end_offset
+            last_offset = first_offset + header[6]
+            segment = self._segments[1][-1]
+            if segment.should_roll(size, max_timestamp, last_offset, now):
+                segment = self.roll(first_offset)
+            prefix = _BATCH_PREFIX.pack(first_offset, header[1], leader_epoch)
+            rest = memoryview(records)[_BATCH_PREFIX.size :]
+            segment.append_batch(prefix, rest, size, last_offset, max_timestamp)
+            self._log_end_offset = last_offset + 1
+            if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+                self.leader_epoch_cache.assign(leader_epoch, first_offset)
+            if batch is not None:
+                self.producer_state.update(batch, first_offset, last_offset)
+            self.producer_state.update_map_end_offset(last_offset + 1)
+            flush_due = self._after_append(count, defer_flush)
+            return AppendInfo(
+                first_offset,
+                last_offset,
+                max_timestamp,
+                -1,
+                self.log_start_offset,
+                count,
+                size,
+                flush_needed=flush_due,
+            )
+
+    def _duplicate_info(self, duplicate, max_timestamp: int) -> AppendInfo:
+        """A retried batch already in the log: its original offsets, nothing written."""
+        return AppendInfo(
+            duplicate.first_offset,
+            duplicate.last_offset,
+            max_timestamp,
+            -1,
+            self.log_start_offset,
+            0,
+            0,
+            duplicate=True,
+        )
+
     def append_as_follower(self, records: bytes | bytearray) -> AppendInfo | None:
         """Append batches whose offsets the leader assigned (replication)."""
         buf = bytearray(records)
@@ -301,29 +398,33 @@ class Log:
                 end,
             )
 
-    def _validate_produced(self, buf: bytearray, now: int) -> list[RecordBatch]:
+    def _validate_produced(
+        self, buf: bytes | bytearray | memoryview, now: int
+    ) -> list[RecordBatch]:
         batches = []
         pos = 0
+        end = len(buf)
         config = self.config
+        max_bytes = config.max_message_bytes
         # Records are decoded only where semantics demand it (see _validate_records).
         check_records = config.compact or config.message_timestamp_difference_max_ms < (1 << 62)
         try:
-            while pos < len(buf):
-                if len(buf) - pos < HEADER_SIZE:
+            while pos < end:
+                if end - pos < HEADER_SIZE:
                     raise CorruptRecordError("trailing bytes shorter than a batch header")
                 if buf[pos + 16] != 2:
                     raise CorruptRecordError(f"magic {buf[pos + 16]} mixed into a v2 record set")
                 batch = RecordBatch(buf, pos)
-                if batch.size > config.max_message_bytes:
+                size = batch._header[1] + LOG_OVERHEAD
+                if size > max_bytes:
                     raise errors.RecordTooLargeError(
-                        f"batch of {batch.size} bytes exceeds max.message.bytes "
-                        f"{config.max_message_bytes}"
+                        f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
                     )
                 batch.validate_from_client()
                 if check_records:
                     self._validate_records(batch, now)
                 batches.append(batch)
-                pos += batch.size
+                pos += size
         except CorruptRecordError as exc:
             raise errors.CorruptMessageError(str(exc)) from exc
         except InvalidRecordError as exc:

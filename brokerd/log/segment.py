@@ -203,19 +203,40 @@ class LogSegment:
         written = os.pwrite(self.file.fileno(), data, position)
         if written != len(data):
             raise OSError(f"short write to {self.log_path}: {written} of {len(data)}")
-        self.size += written
+        self.size = position + written
         for header in headers:
-            if header.max_timestamp > self.max_timestamp_so_far:
-                self.max_timestamp_so_far = header.max_timestamp
-                self.offset_of_max_timestamp_so_far = header.last_offset
-            if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-                self.offset_index.append(header.last_offset, position + header.position)
-                self.time_index.maybe_append(
-                    self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
-                )
-                self.bytes_since_last_index_entry = 0
-            self.bytes_since_last_index_entry += header.size
+            self._index_appended(
+                position + header.position, header.size, header.last_offset, header.max_timestamp
+            )
         return position
+
+    def append_batch(
+        self, prefix: bytes, rest: memoryview, size: int, last_offset: int, max_timestamp: int
+    ) -> int:
+        """The produce path: write one v2 batch given as its rewritten 16-byte prefix and
+        the producer's bytes after it (one vectored write, no copy), then index it."""
+        position = self.size
+        written = os.pwritev(self.file.fileno(), (prefix, rest), position)
+        if written != size:
+            raise OSError(f"short write to {self.log_path}: {written} of {size}")
+        self.size = position + size
+        self._index_appended(position, size, last_offset, max_timestamp)
+        return position
+
+    def _index_appended(self, position: int, size: int, last_offset: int, max_timestamp: int):
+        """Track the max timestamp and add the offset and time index entries (together)
+        once index.interval.bytes have been appended since the last ones."""
+        if max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = max_timestamp
+            self.offset_of_max_timestamp_so_far = last_offset
+        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
+            )
+            self.bytes_since_last_index_entry = size
+        else:
+            self.bytes_since_last_index_entry += size
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
@@ -223,17 +244,22 @@ class LogSegment:
     def should_roll(
         self, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
     ) -> bool:
-        reached_roll_ms = self.size > 0 and (
-            self.time_waited_for_roll(now_ms, max_timestamp)
-            > self.config.segment_ms - self.config.segment_jitter_ms
-        )
-        return (
-            self.size > self.config.segment_bytes - messages_size
-            or reached_roll_ms
-            or self.offset_index.is_full
-            or self.time_index.is_full
-            or not self.can_convert_to_relative_offset(max_offset)
-        )
+        config = self.config
+        size = self.size
+        if size > config.segment_bytes - messages_size:
+            return True
+        if self.offset_index.is_full or self.time_index.is_full:
+            return True
+        if not 0 <= max_offset - self.base_offset <= 0x7FFFFFFF:
+            return True  # the relative offset would overflow the indexes' 32 bits
+        if size == 0:
+            return False
+        rolling = self._rolling_based_timestamp
+        if rolling is not None and rolling >= 0:  # time_waited_for_roll, inlined
+            waited = max_timestamp - rolling
+        else:
+            waited = self.time_waited_for_roll(now_ms, max_timestamp)
+        return waited > config.segment_ms - config.segment_jitter_ms
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """Kafka rolls on the first batch's timestamp when it has one, else on creation."""
@@ -398,16 +424,7 @@ class LogSegment:
 
     def append_index_only(self, header: EntryHeader) -> None:
         """Index an entry that is already in the file (recovery and rebuilds)."""
-        if header.max_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = header.max_timestamp
-            self.offset_of_max_timestamp_so_far = header.last_offset
-        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-            self.offset_index.append(header.last_offset, header.position)
-            self.time_index.maybe_append(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
-            )
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += header.size
+        self._index_appended(header.position, header.size, header.last_offset, header.max_timestamp)
 
     def truncate_to(self, offset: int) -> int:
         """Remove every entry holding offsets >= offset; returns bytes removed."""

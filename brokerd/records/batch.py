@@ -101,6 +101,37 @@ def crc_of(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
     return crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_POS : pos + size])
 
 
+def validate_produced_batch(buf: bytes | bytearray | memoryview, pos: int, header: tuple) -> None:
+    """What a produced batch at `pos` (its `HEADER.unpack_from` tuple given) must satisfy
+    before offsets are assigned: size, CRC-32C and the header rules. The produce hot path,
+    so the fields are read from the tuple, not through a view's properties."""
+    (_, length, _, _, crc, attributes, last_delta, _, _, producer_id, _, base_sequence, count) = (
+        header
+    )
+    if length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptRecordError(f"batch length {length} is below the header size")
+    end = pos + length + LOG_OVERHEAD
+    if end > len(buf):
+        raise CorruptRecordError(
+            f"batch of {length + LOG_OVERHEAD} bytes runs past the buffer ({len(buf) - pos} left)"
+        )
+    computed = crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_POS : end])
+    if computed != crc:
+        raise CorruptRecordError(f"CRC mismatch: stored {crc}, computed {computed}")
+    if last_delta < 0:
+        raise InvalidRecordError(f"negative lastOffsetDelta {last_delta}")
+    if count != last_delta + 1:
+        raise InvalidRecordError(
+            f"record count {count} does not match lastOffsetDelta {last_delta}"
+        )
+    if attributes & COMPRESSION_MASK not in compression.NAMES:
+        raise InvalidRecordError(f"unknown compression codec {attributes & COMPRESSION_MASK}")
+    if attributes & CONTROL_MASK:
+        raise InvalidRecordError("clients may not produce control batches")
+    if producer_id != NO_PRODUCER_ID and base_sequence < 0:
+        raise InvalidRecordError(f"invalid sequence {base_sequence} for producer id {producer_id}")
+
+
 class RecordBatch:
     """A view of one v2 batch at `pos` in `buf`. Reading the header decodes nothing else."""
 
@@ -244,22 +275,7 @@ class RecordBatch:
 
     def validate_from_client(self) -> None:
         """Everything a produced batch must satisfy before offsets are assigned."""
-        self.validate()
-        if self.last_offset_delta < 0:
-            raise InvalidRecordError(f"negative lastOffsetDelta {self.last_offset_delta}")
-        if self.record_count != self.last_offset_delta + 1:
-            raise InvalidRecordError(
-                f"record count {self.record_count} does not match lastOffsetDelta "
-                f"{self.last_offset_delta}"
-            )
-        if self.compression not in compression.NAMES:
-            raise InvalidRecordError(f"unknown compression codec {self.compression}")
-        if self.is_control:
-            raise InvalidRecordError("clients may not produce control batches")
-        if self.has_producer_id and self.base_sequence < 0:
-            raise InvalidRecordError(
-                f"invalid sequence {self.base_sequence} for producer id {self.producer_id}"
-            )
+        validate_produced_batch(self.buf, self.pos, self._header)
 
     # In-place patches (outside the CRC) ---------------------------------------------
     def set_base_offset(self, offset: int) -> None:
