@@ -223,3 +223,40 @@ def test_only_operators_get_the_buttons(moves_cluster, viewer, operator, topic_n
         pages[user.username] = answer.content.decode()
     for marker in ("elect-preferred", 'id="reassign"', "partition-moves.js"):
         assert marker in pages[operator.username] and marker not in pages[viewer.username]
+
+
+def test_unclean_election_brings_an_offline_partition_back(
+    moves_cluster, operator_api, viewer_api, topic_name
+):
+    cluster = moves_cluster
+    create_placed_topic(cluster, topic_name, [2, 3])
+    url = f"{API}/topics/{topic_name}/partitions/0:elect-leader"
+    cluster.brokers[3].terminate()  # leaves the ISR cleanly
+    cluster.wait_for(lambda m: m["topics"][topic_name][0]["isr"] == [2], 30, "ISR [2]")
+    cluster.brokers[2].kill()  # the last ISR member: the partition goes offline
+    try:
+        cluster.wait_for(
+            lambda m: m["topics"][topic_name][0]["leader"] not in m["brokers"], 30, "no leader"
+        )
+        nobody = operator_api.post(url, {"election_type": "UNCLEAN"}, format="json")
+        assert nobody.status_code == 409, nobody.json()
+        assert nobody.json()["kafka_error"] == "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+
+        # Broker 3 returns, out of the ISR: a clean election cannot pick it, an unclean one can.
+        cluster.brokers[3].start()
+        cluster.wait_for(lambda m: 3 in m["brokers"], 30, "broker 3 registered")
+        assert partition(viewer_api, topic_name)["leader"] is None
+        preferred = operator_api.post(url, {"election_type": "PREFERRED"}, format="json")
+        assert preferred.json()["kafka_error"] == "PREFERRED_LEADER_NOT_AVAILABLE"
+        elected = operator_api.post(url, {"election_type": "UNCLEAN"}, format="json")
+        assert elected.status_code == 200, elected.json()
+        assert (elected.json()["result"], elected.json()["election_type"]) == ("ELECTED", "UNCLEAN")
+        wait_until(lambda: partition(viewer_api, topic_name)["leader"] == 3, 30, 0.3)
+    finally:
+        cluster.brokers[2].start()
+    actions = AuditLog.objects.filter(target=f"{topic_name}-0").values_list("action", "succeeded")
+    assert list(actions.order_by("timestamp")) == [
+        ("partition.elect-leader.unclean", False),
+        ("partition.elect-leader.preferred", False),
+        ("partition.elect-leader.unclean", True),
+    ]
