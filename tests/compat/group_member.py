@@ -87,6 +87,29 @@ def run_confluent(args) -> None:
         consumer.close()
 
 
+def await_inflight_joins(consumer) -> None:
+    """Work around a kafka-python 3.0.12 bug that strands a group leader.
+
+    A leader that sees new partitions rejoins because its assignment snapshot differs from
+    its metadata. poll() runs the JoinGroup -> SyncGroup round trip as a task and, when its
+    own timeout expires first, re-awaits that task on later polls only while need_rejoin()
+    holds. But the leader records the new snapshot when it computes the assignment, before
+    its SyncGroup is answered: a poll that gives up in that window never awaits the task
+    again. The join never completes, heartbeats stay disabled, the coordinator evicts the
+    member after its session timeout and it never rejoins (1 in 5-20 partition-count
+    rebalances under load). Counting an unfinished join as a reason to rejoin makes poll()
+    await it to the end, as the Java client does.
+    """
+    coordinator = consumer._coordinator
+    need_rejoin = coordinator.need_rejoin
+
+    def need_rejoin_or_joining() -> bool:
+        join = coordinator._join_task
+        return (join is not None and not join.is_done) or need_rejoin()
+
+    coordinator.need_rejoin = need_rejoin_or_joining
+
+
 def run_kafka_python(args) -> None:
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
     from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
@@ -115,6 +138,7 @@ def run_kafka_python(args) -> None:
         partition_assignment_strategy=[assignors[args.assignor]],
         **extra,
     )
+    await_inflight_joins(consumer)
     emit(ready=True)
     tracker = Tracker()
     try:
