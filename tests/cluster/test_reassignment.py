@@ -103,36 +103,39 @@ def test_move_the_leader_under_load(cluster, topic_name):
 
 
 def test_cancel_reverts_to_the_original_replicas(cluster, topic_name):
-    create_placed_topic(cluster, topic_name, [1, 2])
+    # Clients talk to the controller, so the broker paused below must be another one.
+    controller = cluster.metadata()["controller"]
+    other, adding = sorted(set(cluster.brokers) - {controller})
+    create_placed_topic(cluster, topic_name, [controller, other])
     workload = Workload(cluster.bootstrap, topic_name).start()
     workload.wait_for_acks(100)
     key = (topic_name, 0)
     with client_for(cluster) as client:
-        # Broker 3 is paused (well within its ZooKeeper session): it cannot catch up, so
-        # the reassignment stays in progress until it is cancelled.
-        with paused(cluster.brokers[3]):
-            client.admin.alter_partition_reassignments({key: [1, 3]})
+        # The adding broker is paused (well within its ZooKeeper session): it cannot catch
+        # up, so the reassignment stays in progress until it is cancelled.
+        with paused(cluster.brokers[adding]):
+            client.admin.alter_partition_reassignments({key: [controller, adding]})
             progress = client.admin.list_partition_reassignments([key])[key]
-            assert (progress.adding_replicas, progress.removing_replicas) == ((3,), (2,))
+            assert (progress.adding_replicas, progress.removing_replicas) == ((adding,), (other,))
             # The leader's admin API shows the move and each replica's catch-up.
-            view = leader_view(cluster, topic_name, 1)
-            assert view["assigned_replicas"] == [1, 3, 2]
-            assert (view["adding_replicas"], view["removing_replicas"]) == ([3], [2])
+            view = leader_view(cluster, topic_name, controller)
+            assert view["assigned_replicas"] == [controller, adding, other]
+            assert (view["adding_replicas"], view["removing_replicas"]) == ([adding], [other])
             assert not view["under_replicated"]  # counted against the target, as KIP-352
             replicas = {r["broker_id"]: r for r in view["replicas"]}
-            assert sorted(replicas) == [1, 2, 3] and not replicas[3]["in_sync"]
+            assert set(replicas) == {1, 2, 3} and not replicas[adding]["in_sync"]
             assert client.admin.alter_partition_reassignments({key: None}) == {key: None}
             assert client.admin.list_partition_reassignments([key]) == {}
         with pytest.raises(AdminError) as refused:  # nothing left to cancel
             client.admin.alter_partition_reassignments({key: None})
         assert refused.value.errors[key].error_code == ErrorCode.no_reassignment_in_progress
-    wait_placed(cluster, topic_name, [1, 2])
-    wait_deleted(cluster, 3, topic_name)  # the cancelled replica is removed
+    wait_placed(cluster, topic_name, [controller, other])
+    wait_deleted(cluster, adding, topic_name)  # the cancelled replica is removed
     workload.wait_for_acks(100)
     workload.stop()
     assert not workload.failed, list(workload.failed.items())[:3]
     check_queue(workload, consume_all(cluster.bootstrap, topic_name))
-    check_replicas_identical(cluster, topic_name, replicas=[1, 2])
+    check_replicas_identical(cluster, topic_name, replicas=[controller, other])
 
 
 def leader_view(cluster, topic: str, leader: int, timeout: float = 10) -> dict:

@@ -9,7 +9,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 
 from tests.cluster.conftest import Cluster
-from tests.cluster.test_reassignment import create_placed_topic, paused, wait_deleted, wait_placed
+from tests.cluster.test_reassignment import create_placed_topic, wait_deleted, wait_placed
 
 
 @pytest.fixture
@@ -20,23 +20,35 @@ def cluster(zookeeper, tmp_path_factory):
 
 
 def test_kafka_python_reassigns_lists_and_cancels(cluster, topic_name):
-    create_placed_topic(cluster, topic_name, [1, 2])
+    controller = cluster.metadata()["controller"]
+    other, adding = sorted(set(cluster.brokers) - {controller})
+    create_placed_topic(cluster, topic_name, [controller, other])
     tp = TopicPartition(topic_name, 0)
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
+    admin = KafkaAdminClient(
+        bootstrap_servers=cluster.brokers[controller].bootstrap, request_timeout_ms=30000
+    )
     try:
-        with paused(cluster.brokers[3]):  # broker 3 cannot catch up while paused
-            assert admin.alter_partition_reassignments({tp: [1, 3]}) == {tp: None}
-            assert admin.list_partition_reassignments([tp]) == {
-                tp: {"replicas": [1, 3, 2], "adding_replicas": [3], "removing_replicas": [2]}
+        assert admin.list_partition_reassignments() == {}  # connected to the controller
+        # The adding broker dies (its ZooKeeper session outlives it for a moment, so it may
+        # still be chosen): the reassignment waits for it to come back and catch up.
+        cluster.brokers[adding].kill()
+        assert admin.alter_partition_reassignments({tp: [controller, adding]}) == {tp: None}
+        assert admin.list_partition_reassignments([tp]) == {
+            tp: {
+                "replicas": [controller, adding, other],
+                "adding_replicas": [adding],
+                "removing_replicas": [other],
             }
-        wait_placed(cluster, topic_name, [1, 3])
-        wait_deleted(cluster, 2, topic_name)
+        }
+        cluster.brokers[adding].start()
+        wait_placed(cluster, topic_name, [controller, adding])
+        wait_deleted(cluster, other, topic_name)
         assert admin.list_partition_reassignments() == {}
         # Per-partition errors come back as kafka-python's error classes.
         assert admin.alter_partition_reassignments({tp: None}) == {
             tp: NoReassignmentInProgressError
         }
-        assert admin.alter_partition_reassignments({tp: [1, 99]}) == {
+        assert admin.alter_partition_reassignments({tp: [controller, 99]}) == {
             tp: InvalidReplicationAssignmentError
         }
     finally:
