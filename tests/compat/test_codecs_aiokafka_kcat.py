@@ -7,10 +7,9 @@ import time
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioTopicPartition
-from confluent_kafka import Consumer, TopicPartition
 from kafka import KafkaProducer
 
-from tests.compat.test_codecs import BASE_TS, CODECS, COUNT, _expected
+from tests.codec_roundtrip import CODECS, COUNT, confluent_read, expected_records
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -26,7 +25,7 @@ async def test_aiokafka_every_codec(broker, topic_name, codec):
             await producer.send(
                 topic_name, value, key=key, partition=0, timestamp_ms=ts, headers=headers
             )
-            for key, value, headers, ts in _expected(codec)
+            for key, value, headers, ts in expected_records(codec)
         ]
         await producer.flush()
         assert [(await f).offset for f in sent] == list(range(COUNT))
@@ -46,7 +45,7 @@ async def test_aiokafka_every_codec(broker, topic_name, codec):
         await consumer.stop()
     assert [m.offset for m in got] == list(range(COUNT))
     assert [(m.key, m.value, list(m.headers), m.timestamp) for m in got] == [
-        (k, v, h, ts) for k, v, h, ts in _expected(codec)
+        (k, v, h, ts) for k, v, h, ts in expected_records(codec)
     ]
 
 
@@ -70,8 +69,8 @@ def _stored_codecs(broker, topic) -> list[int]:
     """The compression attribute of every stored batch, from a raw Fetch (no client
     decompresses in between)."""
     from brokerd.records.batch import RecordBatch
-    from tests.integration.test_produce_fetch import fetch
     from tests.integration.wire import WireClient
+    from tests.integration.wire_calls import fetch
 
     with WireClient(broker.bootstrap) as client:
         records = fetch(client, topic, 0).responses[0].partitions[0].records
@@ -90,9 +89,7 @@ CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 @pytest.mark.parametrize("codec", CODECS)
 def test_kcat_produces_every_codec(broker, topic_name, codec):
     # kcat takes no per-record timestamps: librdkafka stamps CreateTime when producing.
-    lines = [
-        (b"key-%d" % i, (b"%s value %d " % (codec.encode(), i)) * (i % 7 + 1)) for i in range(COUNT)
-    ]
+    lines = [(key, value) for key, value, _, _ in expected_records(codec)]
     before = int(time.time() * 1000)
     _kcat(
         *("-P", "-b", broker.bootstrap, "-t", topic_name, "-p", "0", "-K", "\t"),
@@ -113,17 +110,8 @@ def test_kcat_produces_every_codec(broker, topic_name, codec):
     assert set(_stored_codecs(broker, topic_name)) == {CODEC_IDS[codec]}
 
     # An independent reader sees the very same records.
-    consumer = Consumer(
-        {"bootstrap.servers": broker.bootstrap, "group.id": "kcat", "enable.auto.commit": False}
-    )
-    consumer.assign([TopicPartition(topic_name, 0, 0)])
-    seen = []
-    while len(seen) < COUNT:
-        message = consumer.poll(10)
-        assert message is not None and message.error() is None
-        seen.append(message)
-    consumer.close()
-    assert [(m.key(), m.value(), m.headers(), m.timestamp()[1]) for m in seen] == [
+    seen = confluent_read(broker.bootstrap, topic_name, 0, COUNT)
+    assert [(k, v, h, ts) for _, k, v, h, ts in seen] == [
         (k, v, [("trace", b"abc"), ("empty", b"")], ts)
         for (k, v), ts in zip(lines, timestamps, strict=True)
     ]
@@ -137,10 +125,7 @@ def test_kcat_consumes_every_codec(broker, topic_name, codec):
         compression_type=None if codec == "none" else codec,
         linger_ms=20,
     )
-    expected = [
-        (b"key-%d" % i, (b"%s value %d " % (codec.encode(), i)) * (i % 7 + 1), BASE_TS + i)
-        for i in range(COUNT)
-    ]
+    expected = [(key, value, ts) for key, value, _, ts in expected_records(codec)]
     for key, value, ts in expected:
         producer.send(
             topic_name,

@@ -5,9 +5,7 @@ import asyncio
 import os
 
 import pytest
-from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import Producer as ConfluentProducer
-from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.partitioner.default import DefaultPartitioner as KafkaPythonPartitioner
@@ -30,59 +28,18 @@ from brokerd.client.consumer import decode_partition
 from brokerd.records.batch import SimpleRecord, build_batch
 from brokerd.records.control import COMMIT, build_end_txn_marker
 from brokerd.records.legacy import build_message_set
-
-CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-COUNT = 40
-BASE_TS = 1_700_000_000_000
-
-
-def expected(codec):
-    return [
-        (
-            b"key-%d" % i,
-            (b"%s value %d " % (codec.encode(), i)) * (i % 7 + 1),
-            [("trace", b"t%d" % i), ("empty", b"")],
-            BASE_TS + i,
-        )
-        for i in range(COUNT)
-    ]
+from tests.codec_roundtrip import (
+    BASE_TS,
+    CODECS,
+    COUNT,
+    confluent_read,
+    expected_records,
+    kafka_python_read,
+)
 
 
 async def create_topic(cluster, name, partitions=1, **configs):
     await AdminClient(cluster).create_topics([NewTopic(name, partitions, 1, configs)])
-
-
-def kafka_python_read(bootstrap, topic, partition, count):
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    consumer.assign([KafkaTopicPartition(topic, partition)])
-    got = []
-    for message in consumer:
-        got.append(message)
-        if len(got) == count:
-            break
-    consumer.close()
-    return [(m.offset, m.key, m.value, list(m.headers), m.timestamp) for m in got]
-
-
-def confluent_read(bootstrap, topic, partition, count):
-    consumer = ConfluentConsumer(
-        {"bootstrap.servers": bootstrap, "group.id": "client-check", "enable.auto.commit": False}
-    )
-    consumer.assign([ConfluentTopicPartition(topic, partition, 0)])
-    got = []
-    while len(got) < count:
-        message = consumer.poll(10)
-        assert message is not None, f"stalled after {len(got)}"
-        assert message.error() is None, message.error()
-        got.append(message)
-    consumer.close()
-    return [(m.offset(), m.key(), m.value(), m.headers() or [], m.timestamp()[1]) for m in got]
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -94,12 +51,12 @@ async def test_our_producer_is_read_identically_by_kafka_python_and_confluent(
         async with Producer(cluster, compression_type=codec, idempotent=True, linger=0.02) as p:
             futures = [
                 await p.send(topic_name, v, k, headers=h, timestamp=ts, partition=0)
-                for k, v, h, ts in expected(codec)
+                for k, v, h, ts in expected_records(codec)
             ]
             await p.flush()
         offsets = [f.result().offset for f in futures]
     assert offsets == list(range(COUNT))
-    want = [(i, k, v, h, ts) for i, (k, v, h, ts) in enumerate(expected(codec))]
+    want = [(i, k, v, h, ts) for i, (k, v, h, ts) in enumerate(expected_records(codec))]
     assert kafka_python_read(broker.bootstrap, topic_name, 0, COUNT) == want
     assert confluent_read(broker.bootstrap, topic_name, 0, COUNT) == want
 
@@ -118,7 +75,7 @@ async def test_records_of_kafka_python_and_confluent_are_read_identically(
     )
     async with Cluster(broker.bootstrap) as cluster:
         await create_topic(cluster, topic_name, partitions=2)
-        for k, v, h, ts in expected(codec):
+        for k, v, h, ts in expected_records(codec):
             confluent.produce(topic_name, key=k, value=v, headers=h, timestamp=ts, partition=0)
             kafka_python.send(topic_name, key=k, value=v, headers=h, timestamp_ms=ts, partition=1)
         assert confluent.flush(15) == 0
@@ -130,7 +87,7 @@ async def test_records_of_kafka_python_and_confluent_are_read_identically(
             assert [
                 (r.offset, r.key, r.value, list(r.headers), r.timestamp, r.timestamp_type)
                 for r in records
-            ] == [(i, k, v, h, ts, 0) for i, (k, v, h, ts) in enumerate(expected(codec))]
+            ] == [(i, k, v, h, ts, 0) for i, (k, v, h, ts) in enumerate(expected_records(codec))]
             assert all((r.topic, r.partition) == (topic_name, partition) for r in records)
 
 

@@ -7,8 +7,8 @@ from brokerd.records import compression
 from brokerd.records.batch import RecordBatch, SimpleRecord, build_batch
 from brokerd.records.legacy import build_message_set
 from tests.bombs import bomb_batch, bomb_wrapper
-from tests.integration.test_produce_fetch import create, fetch, produce
 from tests.integration.wire import WireClient
+from tests.integration.wire_calls import create, fetch, produce
 
 
 def _peak_rss_bytes(pid: int) -> int:

@@ -7,49 +7,10 @@ import pytest
 
 from brokerd.protocol.errors import ErrorCode
 from brokerd.records.batch import RecordBatch
-from tests.integration.test_produce_fetch import batch, create, produce
 from tests.integration.wire import WireClient, nested, request
+from tests.integration.wire_calls import batch, create, fetch_many, produce
 
-VERSION = 12
 BATCH_VALUE = b"x" * 1000  # each batch ~1.1 KB
-
-
-def fetch_many(client, wanted, max_bytes, wait_ms=0, min_bytes=1, version=VERSION):
-    """wanted: [(topic, partition, offset, partition_max_bytes)] in request order."""
-    topics = {}
-    for topic, partition, offset, partition_max in wanted:
-        topics.setdefault(topic, []).append(
-            nested(
-                1,
-                version,
-                "FetchPartition",
-                partition=partition,
-                fetch_offset=offset,
-                partition_max_bytes=partition_max,
-                current_leader_epoch=-1,
-                log_start_offset=-1,
-                last_fetched_epoch=-1,
-            )
-        )
-    body = request(
-        1,
-        version,
-        replica_id=-1,
-        max_wait=datetime.timedelta(milliseconds=wait_ms),
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=tuple(
-            nested(1, version, "FetchTopic", topic=t, partitions=tuple(p))
-            for t, p in topics.items()
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
-    response = client.call(body)
-    return {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
 
 
 def batches_of(records):

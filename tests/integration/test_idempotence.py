@@ -7,8 +7,8 @@ import pytest
 
 from brokerd.protocol.errors import ErrorCode
 from brokerd.records.batch import SimpleRecord, build_batch
-from tests.integration.test_produce_fetch import create, fetch, produce
 from tests.integration.wire import WireClient, request
+from tests.integration.wire_calls import create, fetch, produce
 
 
 def init_producer_id(client) -> tuple[int, int]:

@@ -1,81 +1,10 @@
 """Produce and Fetch at the protocol level: per-partition errors, sizes, sessions."""
 
-import datetime
-
-from confluent_kafka.admin import AdminClient, NewTopic
-
 from brokerd.protocol.errors import ErrorCode
-from brokerd.records.batch import LOG_APPEND_TIME, RecordBatch, SimpleRecord, build_batch
+from brokerd.records.batch import LOG_APPEND_TIME, RecordBatch, SimpleRecord
 from brokerd.records.legacy import build_message_set
-from tests.integration.wire import WireClient, nested, request
-
-SECOND = datetime.timedelta(seconds=1)
-
-
-def create(broker, name, partitions=1, **configs):
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1, config=configs)])[name].result(15)
-
-
-def produce(client, topic, records, partition=0, acks=1):
-    data = nested(0, 9, "PartitionProduceData", index=partition, records=bytes(records))
-    body = request(
-        0,
-        9,
-        transactional_id=None,
-        acks=acks,
-        timeout=SECOND,
-        topic_data=(nested(0, 9, "TopicProduceData", name=topic, partition_data=(data,)),),
-    )
-    if acks == 0:
-        client.send(body)
-        return None
-    return client.call(body).responses[0].partition_responses[0]
-
-
-def fetch(
-    client,
-    topic,
-    offset,
-    partition=0,
-    max_bytes=1 << 20,
-    partition_max=1 << 20,
-    min_bytes=1,
-    wait_ms=0,
-    session_id=0,
-    epoch=-1,
-    version=12,
-):
-    part = nested(
-        1,
-        version,
-        "FetchPartition",
-        partition=partition,
-        fetch_offset=offset,
-        partition_max_bytes=partition_max,
-        current_leader_epoch=-1,
-        log_start_offset=-1,
-        last_fetched_epoch=-1,
-    )
-    body = request(
-        1,
-        version,
-        replica_id=-1,
-        max_wait=datetime.timedelta(milliseconds=wait_ms),
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        isolation_level=0,
-        session_id=session_id,
-        session_epoch=epoch,
-        topics=(nested(1, version, "FetchTopic", topic=topic, partitions=(part,)),),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
-    return client.call(body)
-
-
-def batch(*values, key=b"k"):
-    return build_batch([SimpleRecord(v, key) for v in values])
+from tests.integration.wire import WireClient
+from tests.integration.wire_calls import batch, create, fetch, produce
 
 
 def test_offsets_and_per_partition_errors(broker, topic_name):

@@ -11,8 +11,8 @@ from brokerd.protocol.framing import decode_response
 from brokerd.records import compression
 from brokerd.records.batch import LOG_APPEND_TIME, RecordBatch, SimpleRecord
 from brokerd.records.legacy import build_message_set
-from tests.integration.test_produce_fetch import create, fetch
 from tests.integration.wire import WireClient
+from tests.integration.wire_calls import create, fetch
 
 SECOND = datetime.timedelta(seconds=1)
 

@@ -9,9 +9,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from brokerd.protocol.errors import ErrorCode
 from brokerd.records.batch import RecordBatch, SimpleRecord, build_batch
-from tests.integration.test_fetch_edges import fetch_many
-from tests.integration.test_produce_fetch import create, produce
 from tests.integration.wire import WireClient
+from tests.integration.wire_calls import create, fetch_many, produce
 
 BATCH_BYTES = 1_000_000
 BATCHES = 20
