@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .cluster import Cluster, TopicPartition
@@ -383,26 +383,12 @@ class AdminClient(GroupAdmin):
         validate_only: bool = False,
     ) -> dict[ConfigResource, None]:
         """Replace each resource's dynamic configs with these (Kafka's legacy AlterConfigs)."""
-        results: dict[ConfigResource, Any] = {}
-        for node_id, group in (await self._by_config_node(configs)).items():
-            values = {
-                "resources": [
-                    Nested(
-                        "AlterConfigsResource",
-                        resource_type=int(r.type),
-                        resource_name=r.name,
-                        configs=[
-                            Nested("AlterableConfig", name=k, value=v)
-                            for k, v in configs[r].items()
-                        ],
-                    )
-                    for r in group
-                ],
-                "validate_only": validate_only,
-            }
-            response = await self._node_call(node_id, ALTER_CONFIGS, values)
-            results.update(_alter_results(response))
-        return raise_for_errors(results)
+        return await self._alter_by_node(
+            ALTER_CONFIGS,
+            configs,
+            lambda r: [Nested("AlterableConfig", name=k, value=v) for k, v in configs[r].items()],
+            validate_only,
+        )
 
     async def incremental_alter_configs(
         self,
@@ -411,29 +397,40 @@ class AdminClient(GroupAdmin):
         validate_only: bool = False,
     ) -> dict[ConfigResource, None]:
         """Apply (name, op, value) changes; op is SET, DELETE, APPEND or SUBTRACT."""
+        return await self._alter_by_node(
+            INCREMENTAL_ALTER_CONFIGS,
+            changes,
+            lambda r: [
+                Nested("AlterableConfig", name=name, config_operation=int(_op(op)), value=value)
+                for name, op, value in changes[r]
+            ],
+            validate_only,
+        )
+
+    async def _alter_by_node(
+        self,
+        api_key: int,
+        resources: Iterable[ConfigResource],
+        alterable_configs: Callable[[ConfigResource], list[Nested]],
+        validate_only: bool,
+    ) -> dict[ConfigResource, None]:
+        """One AlterConfigs or IncrementalAlterConfigs request per node that owns some of
+        `resources`; `alterable_configs` builds one resource's config entries."""
         results: dict[ConfigResource, Any] = {}
-        for node_id, group in (await self._by_config_node(changes)).items():
+        for node_id, group in (await self._by_config_node(resources)).items():
             values = {
                 "resources": [
                     Nested(
                         "AlterConfigsResource",
                         resource_type=int(r.type),
                         resource_name=r.name,
-                        configs=[
-                            Nested(
-                                "AlterableConfig",
-                                name=name,
-                                config_operation=int(_op(op)),
-                                value=value,
-                            )
-                            for name, op, value in changes[r]
-                        ],
+                        configs=alterable_configs(r),
                     )
                     for r in group
                 ],
                 "validate_only": validate_only,
             }
-            response = await self._node_call(node_id, INCREMENTAL_ALTER_CONFIGS, values)
+            response = await self._node_call(node_id, api_key, values)
             results.update(_alter_results(response))
         return raise_for_errors(results)
 
