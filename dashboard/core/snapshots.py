@@ -23,7 +23,7 @@ UNREACHABLE = "unreachable"
 
 
 def overview(
-    metadata, admin_states: dict[int, str] | None = None, known_brokers=()
+    metadata, admin_states: dict[int, str] | None = None, known_brokers=(), targets=None
 ) -> dict[str, Any]:
     """Brokers up or down, controller, topic and partition counts, under-replicated and
     offline partitions (counted, and the first PROBLEMS_SHOWN listed); the first topic names
@@ -33,7 +33,10 @@ def overview(
     a broker is up when it is registered and, if its admin API is known, answers it. A
     broker killed outright stays registered until its ZooKeeper session expires; its admin
     API stops answering at once. `known_brokers` keeps brokers seen before in the list.
+    `targets` ((topic, partition) -> target replicas) are the reassignments in progress: a
+    partition copying to new replicas is under-replicated only against its target (KIP-352).
     """
+    targets = targets or {}
     admin_states = admin_states or {}
     known = set(metadata.brokers) | set(admin_states) | set(known_brokers)
     for topic in metadata.topics.values():
@@ -48,7 +51,7 @@ def overview(
             if p.leader < 0 or p.leader not in up:
                 offline += 1
                 state = "offline"
-            elif len(p.isr) < len(p.replicas):
+            elif len(p.isr) < len(targets.get((name, pid), p.replicas)):
                 under_replicated += 1
                 state = "under-replicated"
             else:
@@ -115,8 +118,11 @@ async def admin_states(admin: AdminApi | None, broker_ids) -> dict[int, str]:
 async def cluster_overview(ops: KafkaOps, admin: AdminApi | None, known_brokers=()) -> dict:
     """The overview from fresh metadata and every broker's admin API."""
     metadata = await ops.refresh()
-    states = await admin_states(admin, {*metadata.brokers, *known_brokers})
-    return overview(metadata, states, known_brokers)
+    states, moving = await asyncio.gather(
+        admin_states(admin, {*metadata.brokers, *known_brokers}), _reassignments(ops)
+    )
+    targets = {key: row["target_replicas"] for key, row in moving.items()}
+    return overview(metadata, states, known_brokers, targets)
 
 
 def _value(result):
@@ -139,7 +145,7 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
     high, low, moving = await asyncio.gather(
         ops.list_offsets(topic, ids, LATEST),
         ops.list_offsets(topic, ids, EARLIEST),
-        _reassignments(ops, topic, ids),
+        _reassignments(ops, [(topic, p) for p in ids]),
     )
     views, unreachable = await _replica_views(admin, topic, info) if admin else ({}, set())
     up = set(metadata.brokers) - unreachable
@@ -170,6 +176,8 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
                 }
             )
         leader_size = next((r["size_bytes"] for r in replicas if r["is_leader"]), None)
+        reassignment = moving.get((topic, pid))
+        target = reassignment["target_replicas"] if reassignment else p.replicas
         hw = _value(high[pid])
         partitions.append(
             {
@@ -183,25 +191,21 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
                 "size_bytes": leader_size,
                 # Against the target while a reassignment runs (KIP-352): copying is not
                 # under-replication.
-                "under_replicated": len(isr) < len(_target_replicas(p.replicas, moving.get(pid))),
+                "under_replicated": len(isr) < len(target),
                 "offline": p.leader < 0 or p.leader not in up,
-                "reassignment": moving.get(pid),
+                "reassignment": reassignment,
             }
         )
     return partitions
 
 
-def _target_replicas(replicas, reassignment: dict | None) -> list[int]:
-    return reassignment["target_replicas"] if reassignment else list(replicas)
-
-
-async def _reassignments(ops: KafkaOps, topic: str, ids: list[int]) -> dict[int, dict]:
-    """Partition id -> its reassignment in progress (replicas being added and removed)."""
+async def _reassignments(ops: KafkaOps, partitions=None) -> dict[tuple[str, int], dict]:
+    """(topic, partition) -> its reassignment in progress (all, or of `partitions`)."""
     try:
-        rows = await partition_moves.list_reassignments(ops.admin, [(topic, p) for p in ids])
-    except KafkaClientError:  # a controller in the middle of changing: none shown this round
+        rows = await partition_moves.list_reassignments(ops.admin, partitions)
+    except KafkaClientError:  # a controller in the middle of changing: none this round
         return {}
-    return {row["partition_id"]: row for row in rows}
+    return {(row["topic_name"], row["partition_id"]): row for row in rows}
 
 
 async def _replica_views(admin: AdminApi, topic: str, info) -> tuple[dict[int, dict], set[int]]:

@@ -97,6 +97,13 @@ def test_elect_preferred_leader_then_reassign_from_the_topic_page(moves_dashboar
             expect(row.locator("button.cancel-reassignment")).to_have_count(1)
             expect(row.locator("td.state")).to_have_text("ok")  # copying, as KIP-352
             page.screenshot(path=str(ARTIFACTS / "moves-in-progress.png"), full_page=True)
+            # The overview agrees: copying to a new replica is no under-replication.
+            overview = context.new_page()
+            overview.goto(f"{dashboard.url}/clusters/local/")
+            expect(overview.locator("#live-status")).to_have_text("live")
+            expect(overview.locator("#brokers-down")).to_have_text("1")  # the paused one
+            expect(overview.locator("#urp")).to_have_text("0")
+            overview.close()
         expect(row.locator("td.replicas")).to_have_text("3, 2")
         expect(row.locator("td.reassignment")).to_have_text("")
         expect(row.locator("td.leo span[data-broker='3']")).to_have_text(f"3: {RECORDS}")
