@@ -1,10 +1,4 @@
-"""The records the every-codec tests send, and how kafka-python and confluent-kafka read
-them back, shared by tests/compat and tests/integration."""
-
-from confluent_kafka import Consumer as ConfluentConsumer
-from confluent_kafka import TopicPartition as ConfluentTopicPartition
-from kafka import KafkaConsumer
-from kafka import TopicPartition as KafkaTopicPartition
+"""The records the every-codec tests send (tests/compat and tests/integration)."""
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 COUNT = 40
@@ -22,39 +16,3 @@ def expected_records(codec: str) -> list[tuple]:
         )
         for i in range(COUNT)
     ]
-
-
-def kafka_python_read(bootstrap: str, topic: str, partition: int, count: int) -> list[tuple]:
-    """(offset, key, value, headers, timestamp) of the first `count` records, by kafka-python."""
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    consumer.assign([KafkaTopicPartition(topic, partition)])
-    got = []
-    for message in consumer:
-        got.append(message)
-        if len(got) == count:
-            break
-    consumer.close()
-    return [(m.offset, m.key, m.value, list(m.headers), m.timestamp) for m in got]
-
-
-def confluent_read(bootstrap: str, topic: str, partition: int, count: int) -> list[tuple]:
-    """(offset, key, value, headers, timestamp) of the first `count` records, by
-    confluent-kafka; fails if a poll comes back empty or with an error."""
-    consumer = ConfluentConsumer(
-        {"bootstrap.servers": bootstrap, "group.id": "client-check", "enable.auto.commit": False}
-    )
-    consumer.assign([ConfluentTopicPartition(topic, partition, 0)])
-    got = []
-    while len(got) < count:
-        message = consumer.poll(10)
-        assert message is not None, f"stalled after {len(got)}"
-        assert message.error() is None, message.error()
-        got.append(message)
-    consumer.close()
-    return [(m.offset(), m.key(), m.value(), m.headers() or [], m.timestamp()[1]) for m in got]

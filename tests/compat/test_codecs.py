@@ -5,7 +5,8 @@ import pytest
 from confluent_kafka import Producer
 from kafka import KafkaProducer
 
-from tests.codec_roundtrip import CODECS, COUNT, confluent_read, expected_records, kafka_python_read
+from tests.client_reads import confluent_read, kafka_python_read
+from tests.codec_roundtrip import CODECS, COUNT, expected_records
 
 
 def _at_contiguous_offsets(codec):

@@ -9,7 +9,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioTopicPartition
 from kafka import KafkaProducer
 
-from tests.codec_roundtrip import CODECS, COUNT, confluent_read, expected_records
+from tests.client_reads import confluent_read
+from tests.codec_roundtrip import CODECS, COUNT, expected_records
 
 
 @pytest.mark.parametrize("codec", CODECS)

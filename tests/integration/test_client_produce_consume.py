@@ -28,14 +28,8 @@ from brokerd.client.consumer import decode_partition
 from brokerd.records.batch import SimpleRecord, build_batch
 from brokerd.records.control import COMMIT, build_end_txn_marker
 from brokerd.records.legacy import build_message_set
-from tests.codec_roundtrip import (
-    BASE_TS,
-    CODECS,
-    COUNT,
-    confluent_read,
-    expected_records,
-    kafka_python_read,
-)
+from tests.client_reads import confluent_read, kafka_python_read
+from tests.codec_roundtrip import BASE_TS, CODECS, COUNT, expected_records
 
 
 async def create_topic(cluster, name, partitions=1, **configs):

@@ -3,10 +3,11 @@
 import asyncio
 import struct
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaProducer
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from brokerd.protocol.messages import build
+from tests.client_reads import kafka_python_values_by_offset
 
 from .wire import encode_request
 
@@ -53,16 +54,7 @@ def test_kill_9_then_restart_loses_nothing_acknowledged(make_broker, topic_name)
     producer.close()
     broker.kill()  # SIGKILL: no checkpoints, no clean-shutdown marker
     broker.start()
-    consumer = KafkaConsumer(
-        topic_name,
-        bootstrap_servers=broker.bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    seen = {m.offset: m.value for m in consumer}
-    consumer.close()
+    seen = kafka_python_values_by_offset(broker.bootstrap, topic_name)
     for i, offset in enumerate(offsets):
         assert seen.get(offset) == b"record-%d" % i
     assert sorted(seen) == list(range(len(seen)))

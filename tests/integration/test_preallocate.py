@@ -3,7 +3,9 @@ then restart keeps every acknowledged record (recovery stops at the zero tail)."
 
 import os
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaProducer
+
+from tests.client_reads import kafka_python_values_by_offset
 
 SEGMENT_BYTES = 64 << 10
 PADDING = b"." * 100
@@ -22,20 +24,6 @@ def _produce(broker, topic, start, count):
     return offsets
 
 
-def _consume_all(broker, topic):
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=broker.bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    seen = {m.offset: m.value for m in consumer}
-    consumer.close()
-    return seen
-
-
 def test_kill_9_with_preallocated_segments_loses_nothing_acknowledged(make_broker, topic_name):
     broker = make_broker(
         num_partitions="1", log_preallocate="true", log_segment_bytes=str(SEGMENT_BYTES)
@@ -48,7 +36,7 @@ def test_kill_9_with_preallocated_segments_loses_nothing_acknowledged(make_broke
     broker.kill()  # SIGKILL: the active segment keeps its zero tail
     broker.start()
     offsets += _produce(broker, topic_name, 3000, 100)  # appends go after the data
-    seen = _consume_all(broker, topic_name)
+    seen = kafka_python_values_by_offset(broker.bootstrap, topic_name)
     for i, offset in enumerate(offsets):
         assert seen.get(offset) == _value(i)
     assert sorted(seen) == list(range(len(offsets)))

@@ -1,0 +1,59 @@
+"""What kafka-python and confluent-kafka read back from a broker, for tests that check the
+broker against independent clients."""
+
+from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
+
+
+def kafka_python_read(bootstrap: str, topic: str, partition: int, count: int) -> list[tuple]:
+    """(offset, key, value, headers, timestamp) of the first `count` records, by kafka-python."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+        enable_auto_commit=False,
+        group_id=None,
+    )
+    consumer.assign([KafkaTopicPartition(topic, partition)])
+    got = []
+    for message in consumer:
+        got.append(message)
+        if len(got) == count:
+            break
+    consumer.close()
+    return [(m.offset, m.key, m.value, list(m.headers), m.timestamp) for m in got]
+
+
+def confluent_read(bootstrap: str, topic: str, partition: int, count: int) -> list[tuple]:
+    """(offset, key, value, headers, timestamp) of the first `count` records, by
+    confluent-kafka; fails if a poll comes back empty or with an error."""
+    consumer = ConfluentConsumer(
+        {"bootstrap.servers": bootstrap, "group.id": "client-check", "enable.auto.commit": False}
+    )
+    consumer.assign([ConfluentTopicPartition(topic, partition, 0)])
+    got = []
+    while len(got) < count:
+        message = consumer.poll(10)
+        assert message is not None, f"stalled after {len(got)}"
+        assert message.error() is None, message.error()
+        got.append(message)
+    consumer.close()
+    return [(m.offset(), m.key(), m.value(), m.headers() or [], m.timestamp()[1]) for m in got]
+
+
+def kafka_python_values_by_offset(bootstrap: str, topic: str) -> dict[int, bytes]:
+    """Every record of a one-partition topic from the beginning, by kafka-python: value by
+    offset (what a restarted broker still serves)."""
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+        enable_auto_commit=False,
+        group_id=None,
+    )
+    seen = {m.offset: m.value for m in consumer}
+    consumer.close()
+    return seen
