@@ -143,6 +143,15 @@ def legacy_payload(entries: Mapping[PartitionKey, Sequence[int]]) -> dict:
     }
 
 
+def _assignment_of(info, index: int) -> ReplicaAssignment:
+    """A partition's assignment as the cached topic znode has it."""
+    return ReplicaAssignment(
+        tuple(info.assignment[index]),
+        tuple(info.adding.get(index, ())),
+        tuple(info.removing.get(index, ())),
+    )
+
+
 class Reassigner:
     """The controller's reassignments; its methods run inside the controller's event lock."""
 
@@ -165,11 +174,7 @@ class Reassigner:
         info = self.cache.topic(topic)
         if info is None or index not in info.assignment:
             return None
-        return ReplicaAssignment(
-            tuple(info.assignment[index]),
-            tuple(info.adding.get(index, ())),
-            tuple(info.removing.get(index, ())),
-        )
+        return _assignment_of(info, index)
 
     # Requests ---------------------------------------------------------------------------
     async def alter(
@@ -215,20 +220,29 @@ class Reassigner:
     def list(
         self, keys: Iterable[PartitionKey] | None = None
     ) -> dict[PartitionKey, ReplicaAssignment]:
+        """Ongoing reassignments. The topic znodes (as cached) count too: a controller
+        just elected answers before it has resumed them."""
+        found = {**self._recorded(), **self.ongoing}
         if keys is None:
-            return dict(sorted(self.ongoing.items()))
-        return {k: self.ongoing[k] for k in keys if k in self.ongoing}
+            return dict(sorted(found.items()))
+        return {k: found[k] for k in keys if k in found}
+
+    def _recorded(self) -> dict[PartitionKey, ReplicaAssignment]:
+        """Reassignments the topic znodes record (adding or removing replicas)."""
+        found = {}
+        for info in list(self.cache.topics.values()):
+            if info.marked_for_deletion:
+                continue
+            for index in sorted(set(info.adding) | set(info.removing)):
+                if index in info.assignment:
+                    found[(info.name, index)] = _assignment_of(info, index)
+        return found
 
     async def resume(self) -> None:
         """A new controller: reassignments in the topic znodes go on (epoch bumped, so the
         replicas hear of them again), then any written to /admin/reassign_partitions."""
-        self.ongoing = {}
         self._legacy_armed = False  # a new ZooKeeper session has none of the old watches
-        for info in list(self.cache.topics.values()):
-            for index in sorted(set(info.adding) | set(info.removing)):
-                if index in info.assignment and not info.marked_for_deletion:
-                    current = self.assignment(info.name, index)
-                    self.ongoing[(info.name, index)] = current
+        self.ongoing = self._recorded()
         for (topic, index), current in list(self.ongoing.items()):
             log.info(
                 "controller: resuming reassignment of %s-%d to %s", topic, index, current.target
