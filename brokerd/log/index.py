@@ -143,6 +143,18 @@ class _Index:
         self.entries = entries = entries + 1
         self._last_raw = (entries, (packed_a, packed_b))
 
+    def append_packed(self, packed: bytes | bytearray) -> None:
+        """Append entries already packed and in order (an index rebuild): one write."""
+        count = len(packed) // self.entry_size
+        if not count:
+            return
+        if not self.writable:
+            raise PermissionError(f"{self.path} is read-only")
+        if self.entries + count > self._max_entries:
+            raise CorruptIndexError(f"index {self.path} is full ({self._max_entries} entries)")
+        os.pwrite(self._fd, packed, self.entries * self.entry_size)
+        self.entries += count
+
     def _last(self) -> tuple[int, int]:
         """The raw last entry; cached per entry count, since appends check it every time."""
         cached = self._last_raw

@@ -122,12 +122,15 @@ class LeaderEpochFileCache:
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop entries wholly before `start_offset`; the one covering it now starts there."""
         covering = None
+        dropped = 0
         while self._entries and self._entries[0].start_offset <= start_offset:
             covering = self._entries.pop(0)
+            dropped += 1
         if covering is None:
             return
         self._entries.insert(0, EpochEntry(covering.epoch, start_offset))
-        self.flush()
+        if dropped > 1 or covering.start_offset != start_offset:
+            self.flush()  # unchanged (the first entry already starts there): no rewrite
 
     def clear_and_flush(self) -> None:
         self._entries.clear()

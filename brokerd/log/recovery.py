@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import LogConfig
-from ..records.batch import RecordBatch
+from ..records.batch import ATTRIBUTES_POS, CONTROL_MASK, HEADER_SIZE, RecordBatch
 from .checkpoints import LeaderEpochCheckpointFile
 from .index import CorruptIndexError
 from .leader_epochs import LeaderEpochFileCache
@@ -32,7 +33,6 @@ from .segment import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
-    EntryHeader,
     LogSegment,
     offset_from_filename,
 )
@@ -59,8 +59,9 @@ def load_log(
     segments = _open_segments(directory, config)
 
     epochs = LeaderEpochFileCache(LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT))
+    scanned: _ScannedProducerBatches | None = None
     if not had_clean_shutdown and segments:
-        segments, recovery_point = _recover(segments, recovery_point, epochs)
+        segments, recovery_point, scanned = _recover(segments, recovery_point, epochs)
     if not segments:
         start = max(log_start_offset, 0)
         segments = [LogSegment(directory, start, config, created_ms=int(clock() * 1000))]
@@ -86,7 +87,7 @@ def load_log(
     result.recovery_point = min(max(recovery_point, 0), end)
     epochs.truncate_from_end(end)
     epochs.truncate_from_start(log_start_offset)
-    _rebuild_producer_state(result, producer_state, log_start_offset, end)
+    _rebuild_producer_state(result, producer_state, log_start_offset, end, scanned)
     return result
 
 
@@ -141,20 +142,32 @@ def _open_segments(directory: Path, config: LogConfig) -> list[LogSegment]:
     return segments
 
 
+@dataclass(slots=True)
+class _ScannedProducerBatches:
+    """The producer batches recovery's scan met in [start, log end): producer state is
+    rebuilt from them instead of a second read of the log. Data batches keep only their
+    61-byte header (all producer state needs), control batches their whole bytes."""
+
+    start: int
+    batches: list[tuple[int, int, RecordBatch]] = field(default_factory=list)
+
+    def note(self, batch: memoryview, base_offset: int, last_offset: int) -> None:
+        is_control = batch[ATTRIBUTES_POS + 1] & CONTROL_MASK
+        kept = bytes(batch) if is_control else bytes(batch[:HEADER_SIZE])
+        self.batches.append((base_offset, last_offset, RecordBatch(kept)))
+
+
 def _recover(
     segments: list[LogSegment], recovery_point: int, epochs: LeaderEpochFileCache
-) -> tuple[list[LogSegment], int]:
+) -> tuple[list[LogSegment], int, _ScannedProducerBatches]:
     """Recover the unflushed segments; everything after a truncation is dropped."""
 
     last_epoch = epochs.latest_epoch
 
-    def note_epoch(view: memoryview, header: EntryHeader) -> None:
+    def note_epoch(epoch: int, base_offset: int) -> None:
         nonlocal last_epoch
-        if header.magic != 2:
-            return
-        epoch = int.from_bytes(view[12:16], "big", signed=True)
-        if epoch >= 0 and epoch != last_epoch:  # assign only when the epoch changes
-            epochs.assign(epoch, header.base_offset)
+        if epoch != last_epoch:  # assign only when the epoch changes
+            epochs.assign(epoch, base_offset)
             last_epoch = epoch
 
     # The first segment to recover is the one holding the recovery point.
@@ -163,10 +176,11 @@ def _recover(
         if segments[i + 1].base_offset > recovery_point:
             first = i
             break
+    scanned = _ScannedProducerBatches(segments[first].base_offset)
     kept = segments[:first]
     for i in range(first, len(segments)):
         segment = segments[i]
-        truncated = segment.recover(note_epoch)
+        truncated = segment.recover(note_epoch, scanned.note)
         if i + 1 < len(segments):
             segment.on_become_inactive()
         kept.append(segment)
@@ -181,14 +195,26 @@ def _recover(
                 log.warning("%s: deleted after a truncation before it", later.log_path)
                 later.delete()
             break
-    return kept, min(recovery_point, kept[-1].read_next_offset() if kept else 0)
+    recovered_to = min(recovery_point, kept[-1].read_next_offset() if kept else 0)
+    return kept, recovered_to, scanned
 
 
 def _rebuild_producer_state(
-    log_: Log, state: ProducerStateManager, log_start_offset: int, end: int
+    log_: Log,
+    state: ProducerStateManager,
+    log_start_offset: int,
+    end: int,
+    scanned: _ScannedProducerBatches | None = None,
 ) -> None:
-    replay_from = state.load(log_start_offset, end)
-    for entry in log_.read_batches(max(replay_from, log_start_offset), end):
+    """The newest snapshot, then the log after it: read from disk, except the part the
+    recovery scan already went through (`scanned`)."""
+    replay_from = max(state.load(log_start_offset, end), log_start_offset)
+    replay_to = end if scanned is None else max(min(scanned.start, end), replay_from)
+    for entry in log_.read_batches(replay_from, replay_to):
         if isinstance(entry, RecordBatch) and entry.has_producer_id:
             state.update(entry, entry.base_offset, entry.last_offset)
+    if scanned is not None:
+        for base_offset, last_offset, batch in scanned.batches:
+            if last_offset >= replay_to and base_offset < end:
+                state.update(batch, base_offset, last_offset)
     state.update_map_end_offset(end)

@@ -81,3 +81,30 @@ def test_truncation_rebuilds_producer_state(tmp_path):
         produce(log, seq=seq)
     log.truncate_to(3)
     assert produce(log, seq=3).first_offset == 3  # seq 3 and 4 are gone: 3 is next again
+
+
+@pytest.mark.parametrize("recovery_point", [0, 5, 9])
+def test_a_crash_without_snapshots_rebuilds_state_from_the_log_and_the_recovery_scan(
+    tmp_path, recovery_point
+):
+    # Producer state before the recovery point comes from reading the log, after it from
+    # the recovery scan itself: every split gives the same state.
+    from brokerd.log.recovery import load_log
+    from brokerd.log.segment import SNAPSHOT_SUFFIX
+
+    directory = tmp_path / "t-0"
+    log = open_log(directory, segment_bytes=200)
+    for seq in range(10):
+        produce(log, seq=seq)
+    produce(log, seq=0, pid=PID + 1)
+    for snapshot in directory.glob(f"*{SNAPSHOT_SUFFIX}"):
+        snapshot.unlink()
+    crashed = load_log(
+        directory, log.config, had_clean_shutdown=False, recovery_point=recovery_point
+    )
+    assert produce(crashed, seq=9).duplicate
+    assert produce(crashed, seq=5).duplicate  # the fifth newest batch of PID
+    with pytest.raises(errors.OutOfOrderSequenceError):
+        produce(crashed, seq=4)  # the sixth newest has left the window
+    assert produce(crashed, seq=0, pid=PID + 1).duplicate
+    assert produce(crashed, seq=10).first_offset == 11
