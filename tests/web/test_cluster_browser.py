@@ -17,12 +17,12 @@ import uuid
 import pytest
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from tests.cluster.conftest import Cluster
 
 from .conftest import ARTIFACTS, running_dashboard, wait_until
-from .test_browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from .test_browser import chromium_context, log_in
 
 ADMIN_TOKEN = "cluster-browser-test-admin-token"
 # ISR shrink: replica.lag.time.max.ms (3 s) after the kill, plus a collector round or two.
@@ -70,15 +70,9 @@ def test_isr_shrinks_and_grows_live_when_a_follower_dies_and_returns(cluster_das
     produce(cluster.bootstrap, topic, 5)
     leader = cluster.leader_of(topic)
     victim = next(b for b in sorted(cluster.brokers) if b != leader)
-    ARTIFACTS.mkdir(exist_ok=True)
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
+    with chromium_context(LIVE_TIMEOUT_S * 1000) as context:
         try:
-            context = browser.new_context()
-            context.set_default_timeout(LIVE_TIMEOUT_S * 1000)
             expect.set_options(timeout=LIVE_TIMEOUT_S * 1000)
             page = context.new_page()
             log_in(page, dashboard)
@@ -158,4 +152,3 @@ def test_isr_shrinks_and_grows_live_when_a_follower_dies_and_returns(cluster_das
             assert overview.evaluate("() => window.__noReload === true")
         finally:
             expect.set_options(timeout=5_000)  # Playwright's default, for other modules
-            browser.close()
