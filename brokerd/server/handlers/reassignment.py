@@ -24,13 +24,9 @@ async def handle_alter_partition_reassignments(broker, request: Request):
     }
     allow_rf_change = bool(getattr(body, "allow_replication_factor_change", True))
     reassigner = broker.controller.reassignments
-    error, message, results = ErrorCode.none, None, {}
-    try:
-        results = await broker.controller.run_event(
-            lambda: reassigner.alter(requests, allow_rf_change)
-        )
-    except KafkaError as exc:
-        error, message = exc.error_code, exc.message
+    error, message, results = await _as_controller_event(
+        broker, lambda: reassigner.alter(requests, allow_rf_change)
+    )
     return build(
         module.AlterPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,
@@ -54,15 +50,11 @@ async def handle_list_partition_reassignments(broker, request: Request):
     if body.topics is not None:
         keys = [(t.name, int(p)) for t in body.topics for p in t.partition_indexes]
     reassigner = broker.controller.reassignments
-    error, message, ongoing = ErrorCode.none, None, {}
-    try:
 
-        async def listed():
-            return reassigner.list(keys)
+    async def listed():
+        return reassigner.list(keys)
 
-        ongoing = await broker.controller.run_event(listed)
-    except KafkaError as exc:
-        error, message = exc.error_code, exc.message
+    error, message, ongoing = await _as_controller_event(broker, listed)
     return build(
         module.ListPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,
@@ -79,6 +71,15 @@ async def handle_list_partition_reassignments(broker, request: Request):
             module.OngoingTopicReassignment,
         ),
     )
+
+
+async def _as_controller_event(broker, work) -> tuple[int, str | None, dict]:
+    """`work()` as one controller event: (error code, message, its result; {} on an error
+    such as NOT_CONTROLLER)."""
+    try:
+        return ErrorCode.none, None, await broker.controller.run_event(work)
+    except KafkaError as exc:
+        return exc.error_code, exc.message, {}
 
 
 def _by_topic(per_partition: dict, partition_entry, topic_entry) -> tuple:
