@@ -375,19 +375,18 @@ class LogSegment:
         unpack_header = _V2_RECOVERY.unpack_from
         checksum = crc32c.crc32c
         header_size = _V2_RECOVERY.size
-        chunk = b""
+        # The file is read in large chunks into one reused buffer (a fresh 1 MiB object per
+        # read would page-fault all its pages again); v2 batches are checked straight from
+        # their header bytes in the buffer (no objects, CRCs over memoryview slices, no
+        # copies), legacy entries take the general path. This loop is the recovery scan's
+        # whole cost. (Mapping the file costs more here: its page faults outweigh the copy.)
+        chunk = bytearray(SCAN_CHUNK)
         view = memoryview(chunk)
         chunk_start = chunk_length = 0
-        # The loop is the recovery scan's whole cost: the file is read in large chunks, v2
-        # batches are checked straight from their header bytes in the chunk (no objects,
-        # CRCs over memoryview slices, no copies), legacy entries take the general path.
-        # (Mapping the file instead costs more here: its page faults outweigh the copy.)
         while valid < file_size:
             at = valid - chunk_start
             if at + header_size > chunk_length:
-                chunk = os.pread(fd, max(SCAN_CHUNK, header_size), valid)
-                view = memoryview(chunk)
-                chunk_start, at, chunk_length = valid, 0, len(chunk)
+                chunk_start, at, chunk_length = valid, 0, os.preadv(fd, (chunk,), valid)
                 if chunk_length < ENTRY_PREFIX.size:
                     break
             if at + header_size <= chunk_length and chunk[at + 16] == 2:
@@ -401,9 +400,10 @@ class LogSegment:
                 if base <= previous_last or last < base:
                     break  # offsets only grow within a log; anything else is garbage
                 if at + size > chunk_length:
-                    chunk = os.pread(fd, max(SCAN_CHUNK, size), valid)
-                    view = memoryview(chunk)
-                    chunk_start, at, chunk_length = valid, 0, len(chunk)
+                    if size > len(chunk):  # a batch larger than the buffer
+                        chunk = bytearray(size)
+                        view = memoryview(chunk)
+                    chunk_start, at, chunk_length = valid, 0, os.preadv(fd, (chunk,), valid)
                 if crc != checksum(view[at + ATTRIBUTES_POS : at + size]):
                     break
                 if epoch != last_epoch and epoch >= 0 and on_epoch is not None:
