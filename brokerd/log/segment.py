@@ -363,8 +363,9 @@ class LogSegment:
         # Offset index entries as int32 pairs in native order (byte-swapped at the end).
         offset_entries = array("i")
         add_offset_entry = offset_entries.append
-        time_entries = bytearray()
-        pack_time_entry = self.time_index.entry.pack
+        # Time index entries as two columns, packed together at the end.
+        time_entry_timestamps = array("q")
+        time_entry_offsets = array("i")
         last_indexed_timestamp: int | None = None
         since_index_entry = 0
         max_timestamp = -1
@@ -431,9 +432,8 @@ class LogSegment:
                 add_offset_entry(last - base_offset)
                 add_offset_entry(valid)
                 if last_indexed_timestamp is None or max_timestamp > last_indexed_timestamp:
-                    time_entries += pack_time_entry(
-                        max_timestamp, offset_of_max_timestamp - base_offset
-                    )
+                    time_entry_timestamps.append(max_timestamp)
+                    time_entry_offsets.append(offset_of_max_timestamp - base_offset)
                     last_indexed_timestamp = max_timestamp
                 since_index_entry = 0
             since_index_entry += size
@@ -442,7 +442,10 @@ class LogSegment:
         if sys.byteorder == "little":
             offset_entries.byteswap()  # the index is big-endian
         self.offset_index.append_packed(offset_entries.tobytes())
-        self.time_index.append_packed(time_entries)
+        pack_time_entry = self.time_index.entry.pack
+        self.time_index.append_packed(
+            b"".join(map(pack_time_entry, time_entry_timestamps, time_entry_offsets))
+        )
         self.bytes_since_last_index_entry = since_index_entry
         self.max_timestamp_so_far = max_timestamp
         self.offset_of_max_timestamp_so_far = offset_of_max_timestamp
