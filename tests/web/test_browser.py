@@ -24,8 +24,10 @@ CHROMIUM_ARGS = [
 
 
 @contextlib.contextmanager
-def chromium_context(timeout_ms: int = 20_000):
-    """A browser context on Debian's chromium (its pages share one login); artifacts dir made."""
+def chromium_context(timeout_ms: int = 20_000, expect_timeout_ms: int | None = None):
+    """A browser context on Debian's chromium (its pages share one login); artifacts dir made.
+    `expect_timeout_ms` lengthens Playwright's (process-wide) expect timeout for this
+    context only; it is put back to Playwright's 5 s default afterwards."""
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -34,8 +36,12 @@ def chromium_context(timeout_ms: int = 20_000):
         try:
             context = browser.new_context()
             context.set_default_timeout(timeout_ms)
+            if expect_timeout_ms is not None:
+                expect.set_options(timeout=expect_timeout_ms)
             yield context
         finally:
+            if expect_timeout_ms is not None:
+                expect.set_options(timeout=5_000)
             browser.close()
 
 

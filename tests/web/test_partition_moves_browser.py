@@ -63,8 +63,7 @@ def test_elect_preferred_leader_then_reassign_from_the_topic_page(moves_dashboar
     produce(cluster.bootstrap, topic_name, RECORDS)
     reorder(cluster, topic_name, [2, 1])  # broker 2 preferred, broker 1 still leads
 
-    with chromium_context(LIVE_TIMEOUT_S * 1000) as context:
-        expect.set_options(timeout=LIVE_TIMEOUT_S * 1000)
+    with chromium_context(LIVE_TIMEOUT_S * 1000, LIVE_TIMEOUT_S * 1000) as context:
         page = context.new_page()
         log_in(page, dashboard)
         page.goto(f"{dashboard.url}/clusters/local/topics/{topic_name}/")
