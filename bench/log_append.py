@@ -1,9 +1,10 @@
 """Append throughput: Log.append_as_leader vs os.write of the same bytes.
 
 All batches (distinct buffers, growing timestamps) are built before timing; only the
-appends are timed. brokerd's path copies each
-batch into a bytearray, validates it (CRC-32C over the batch), patches base offset and
-leader epoch, writes it with one os.write and indexes it. The peer writes the identical
+appends are timed. brokerd's path validates each batch from its header (CRC-32C over the
+batch), writes it without copying as its rebuilt 16-byte prefix (assigned base offset,
+leader epoch) plus the producer's bytes after it (one pwritev) and indexes it. The peer
+writes the identical
 pre-built bytes with os.write to an O_APPEND file in the same directory, i.e. the floor
 for getting those bytes into the page cache. Neither side fsyncs (brokerd's default
 flush.messages/flush.ms never flush on append).

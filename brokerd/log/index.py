@@ -14,9 +14,13 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
+
+# Appends kept back before one write of them all (see `_Index._write_pending`).
+PENDING_ENTRIES = 32
 
 
 class CorruptIndexError(ValueError):
@@ -72,6 +76,12 @@ class _Index:
         self._length = length
         self._mmap: mmap.mmap | None = None
         self._last_raw: tuple[int, tuple[int, int]] | None = None
+        # Appended entries not yet written (from slot `_pending_from`): written together
+        # every PENDING_ENTRIES appends, and before anything reads or resizes the index.
+        self._pending = bytearray()
+        self._pending_from = 0
+        # Readers on other threads write the pending entries too (before reading).
+        self._pending_lock = threading.Lock()
         self._remap()
 
     def _round(self, size: int) -> int:
@@ -99,7 +109,20 @@ class _Index:
         return self.entries * self.entry_size
 
     def _read(self, n: int) -> tuple[int, int]:
+        if self._pending:
+            self._write_pending()
         return self.entry.unpack_from(self._mmap, n * self.entry_size)
+
+    def _write_pending(self) -> None:
+        """Write the appended entries kept back so far, in one pwrite: not a store into the
+        mapping, which faults once writeback has cleaned the page and may then sleep on the
+        filesystem's journal (hundreds of µs under a heavy write load). Readers of the
+        mapping see the same page cache."""
+        with self._pending_lock:
+            pending = self._pending
+            if pending:
+                os.pwrite(self._fd, pending, self._pending_from * self.entry_size)
+                pending.clear()
 
     def _key(self, n: int) -> int:
         raise NotImplementedError
@@ -136,12 +159,16 @@ class _Index:
         entries = self.entries
         if entries >= self._max_entries:
             raise CorruptIndexError(f"index {self.path} is full ({entries} entries)")
-        # pwrite, not a store into the mapping: once writeback has cleaned the page, a store
-        # faults and may sleep on the filesystem's journal (hundreds of µs under a heavy
-        # write load), while the write path does not. Lookups read the same page cache.
-        os.pwrite(self._fd, self.entry.pack(packed_a, packed_b), entries * self.entry_size)
-        self.entries = entries = entries + 1
-        self._last_raw = (entries, (packed_a, packed_b))
+        with self._pending_lock:
+            pending = self._pending
+            if not pending:
+                self._pending_from = entries
+            pending += self.entry.pack(packed_a, packed_b)
+            self.entries = entries + 1
+            self._last_raw = (entries + 1, (packed_a, packed_b))
+            full = len(pending) >= PENDING_ENTRIES * self.entry_size
+        if full:
+            self._write_pending()
 
     def append_packed(self, packed: bytes | bytearray) -> None:
         """Append entries already packed and in order (an index rebuild): one write."""
@@ -152,6 +179,7 @@ class _Index:
             raise PermissionError(f"{self.path} is read-only")
         if self.entries + count > self._max_entries:
             raise CorruptIndexError(f"index {self.path} is full ({self._max_entries} entries)")
+        self._write_pending()
         os.pwrite(self._fd, packed, self.entries * self.entry_size)
         self.entries += count
 
@@ -164,15 +192,18 @@ class _Index:
         return cached[1]
 
     def truncate_to_entries(self, entries: int) -> None:
+        self._write_pending()
         self.entries = max(0, min(entries, self.entries))
 
     def reset(self) -> None:
         """Drop every entry and map the full preallocated size again (for a rebuild)."""
+        self._pending.clear()
         self.entries = 0
         if self.writable:
             self.resize(self.max_index_size)
 
     def resize(self, new_size: int) -> None:
+        self._write_pending()
         size = self._round(new_size)
         if self._mmap is not None:
             self._mmap.close()
@@ -189,6 +220,7 @@ class _Index:
 
     def flush(self) -> None:
         if self._mmap is not None and self.writable:
+            self._write_pending()
             self._mmap.flush()
 
     def close(self) -> None:
@@ -205,6 +237,7 @@ class _Index:
         self.path = path
 
     def delete(self) -> None:
+        self._pending.clear()
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
@@ -219,6 +252,8 @@ class OffsetIndex(_Index):
     entry = struct.Struct(">ii")
 
     def _key(self, n: int) -> int:
+        if self._pending:
+            self._write_pending()
         return self.entry.unpack_from(self._mmap, n * 8)[0]
 
     def entry_at(self, n: int) -> OffsetPosition:
@@ -287,6 +322,8 @@ class TimeIndex(_Index):
     entry = struct.Struct(">qi")
 
     def _key(self, n: int) -> int:
+        if self._pending:
+            self._write_pending()
         return self.entry.unpack_from(self._mmap, n * 12)[0]
 
     def entry_at(self, n: int) -> TimestampOffset:
