@@ -64,6 +64,14 @@ def wait_deleted(cluster, broker_id: int, topic: str, timeout: float = 30) -> No
         time.sleep(0.2)
 
 
+def place_beside_the_controller(cluster, topic: str) -> tuple[int, int, int]:
+    """The topic on [controller, another broker]: (controller, that broker, the third)."""
+    controller = cluster.metadata()["controller"]
+    other, third = sorted(set(cluster.brokers) - {controller})
+    create_placed_topic(cluster, topic, [controller, other])
+    return controller, other, third
+
+
 def client_for(cluster) -> SyncClient:
     return SyncClient(cluster.bootstrap, retries=20, retry_backoff=0.25)
 
@@ -104,9 +112,7 @@ def test_move_the_leader_under_load(cluster, topic_name):
 
 def test_cancel_reverts_to_the_original_replicas(cluster, topic_name):
     # Clients talk to the controller, so the broker paused below must be another one.
-    controller = cluster.metadata()["controller"]
-    other, adding = sorted(set(cluster.brokers) - {controller})
-    create_placed_topic(cluster, topic_name, [controller, other])
+    controller, other, adding = place_beside_the_controller(cluster, topic_name)
     workload = Workload(cluster.bootstrap, topic_name).start()
     workload.wait_for_acks(100)
     key = (topic_name, 0)
@@ -163,9 +169,7 @@ class paused:
 
 
 def test_controller_killed_mid_reassignment_is_resumed(cluster, topic_name):
-    controller = cluster.metadata()["controller"]
-    other, adding = sorted(set(cluster.brokers) - {controller})
-    create_placed_topic(cluster, topic_name, [controller, other])
+    controller, other, adding = place_beside_the_controller(cluster, topic_name)
     workload = Workload(cluster.bootstrap, topic_name).start()
     workload.wait_for_acks(100)
     key = (topic_name, 0)

@@ -9,7 +9,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 
 from tests.cluster.conftest import Cluster
-from tests.cluster.test_reassignment import create_placed_topic, wait_deleted, wait_placed
+from tests.cluster.test_reassignment import place_beside_the_controller, wait_deleted, wait_placed
 
 
 @pytest.fixture
@@ -20,9 +20,7 @@ def cluster(zookeeper, tmp_path_factory):
 
 
 def test_kafka_python_reassigns_lists_and_cancels(cluster, topic_name):
-    controller = cluster.metadata()["controller"]
-    other, adding = sorted(set(cluster.brokers) - {controller})
-    create_placed_topic(cluster, topic_name, [controller, other])
+    controller, other, adding = place_beside_the_controller(cluster, topic_name)
     tp = TopicPartition(topic_name, 0)
     admin = KafkaAdminClient(
         bootstrap_servers=cluster.brokers[controller].bootstrap, request_timeout_ms=30000
