@@ -405,6 +405,7 @@ class Controller:
                 await self._send_leader_and_isr(new, theirs)
                 await self._send_update_metadata(set(now) - new, changed)
                 await self._send_update_metadata(new, self._all_partitions())
+                self.reassignments.brokers_joined(new)
 
     def _all_partitions(self) -> list[tuple[str, int]]:
         return [

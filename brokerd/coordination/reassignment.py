@@ -159,6 +159,8 @@ class Reassigner:
         self.controller = controller
         self.ongoing: dict[PartitionKey, ReplicaAssignment] = {}
         self._legacy_armed = False  # a watch on /admin/reassign_partitions is pending
+        # Replicas removed while their broker was down: deleted when it comes back.
+        self.removed_while_down: dict[int, set[PartitionKey]] = {}
 
     @property
     def zk(self):
@@ -349,7 +351,20 @@ class Reassigner:
         for broker_id in sorted(dropped):
             if broker_id in self.controller.live:
                 self.controller.channel.send_stop_replica(broker_id, key[0], [key[1]], delete=True)
+            else:
+                self.removed_while_down.setdefault(broker_id, set()).add(key)
         return state
+
+    def brokers_joined(self, brokers: Iterable[int]) -> None:
+        """StopReplica(delete) for what was removed from these brokers while they were down
+        (unless a later reassignment gave it back to them)."""
+        for broker_id in brokers:
+            for topic, index in sorted(self.removed_while_down.pop(broker_id, ())):
+                current = self.assignment(topic, index)
+                if current is not None and broker_id not in current.replicas:
+                    self.controller.channel.send_stop_replica(
+                        broker_id, topic, [index], delete=True
+                    )
 
     async def _bump_epoch(self, key: PartitionKey) -> PartitionState | None:
         epoch = self.controller.epoch
