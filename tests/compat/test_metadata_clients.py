@@ -3,7 +3,6 @@
 import json
 import subprocess
 
-import pytest
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaProducer
 
@@ -46,9 +45,6 @@ def test_kafka_python_describe_cluster(broker):
     assert [b.get("node_id", b.get("broker_id")) for b in cluster["brokers"]] == [1]
 
 
-@pytest.mark.skipif(
-    subprocess.run(["which", "kcat"], capture_output=True).returncode, reason="no kcat"
-)
 def test_kcat_metadata(broker, topic_name):
     out = subprocess.run(
         ["kcat", "-b", broker.bootstrap, "-L", "-J", "-t", topic_name],
