@@ -80,6 +80,8 @@ class _Index:
         # every PENDING_ENTRIES appends, and before anything reads or resizes the index.
         self._pending = bytearray()
         self._pending_from = 0
+        self._pending_limit = PENDING_ENTRIES * self.entry_size
+        self._pack = self.entry.pack  # bound once: appends are on the produce path
         # Readers on other threads write the pending entries too (before reading).
         self._pending_lock = threading.Lock()
         self._remap()
@@ -163,10 +165,10 @@ class _Index:
             pending = self._pending
             if not pending:
                 self._pending_from = entries
-            pending += self.entry.pack(packed_a, packed_b)
+            pending += self._pack(packed_a, packed_b)
             self.entries = entries + 1
             self._last_raw = (entries + 1, (packed_a, packed_b))
-            full = len(pending) >= PENDING_ENTRIES * self.entry_size
+            full = len(pending) >= self._pending_limit
         if full:
             self._write_pending()
 

@@ -223,7 +223,19 @@ class LogSegment:
         if written != size:
             raise OSError(f"short write to {self.log_path}: {written} of {size}")
         self.size = position + size
-        self._index_appended(position, size, last_offset, max_timestamp)
+        # `_index_appended`, inlined: this runs for every produced batch.
+        if max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = max_timestamp
+            self.offset_of_max_timestamp_so_far = last_offset
+        since_index_entry = self.bytes_since_last_index_entry
+        if since_index_entry > self.config.index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
+            )
+            self.bytes_since_last_index_entry = size
+        else:
+            self.bytes_since_last_index_entry = since_index_entry + size
         return position
 
     def _index_appended(self, position: int, size: int, last_offset: int, max_timestamp: int):
