@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
-import sys
 import time
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +34,9 @@ ENTRY_PREFIX = struct.Struct(">qiib")  # baseOffset/offset, size, (epoch|crc), m
 _V2_TAIL = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, firstTimestamp, maxTimestamp
 _V1_TIMESTAMP = struct.Struct(">q")
 _CRC = struct.Struct(">I")
-# baseOffset, batchLength, epoch, magic, crc, attributes, lastOffsetDelta, first/max ts,
-# producerId: what recovery reads of each v2 batch
-_V2_RECOVERY = struct.Struct(">qiibIhiqqq")
+# What recovery reads of a v2 header: baseOffset, batchLength, partitionLeaderEpoch, crc,
+# lastOffsetDelta, maxTimestamp, producerId (magic, attributes, firstTimestamp skipped).
+_V2_RECOVERY = struct.Struct(">qiixI2xi8xqq")
 _EPOCH = struct.Struct(">i")
 SCAN_CHUNK = 1 << 20
 # Lookups read only a few headers near an index entry: a small read each, not a whole
@@ -371,13 +369,12 @@ class LogSegment:
         file_size = os.fstat(fd).st_size
         base_offset = self.base_offset
         interval = self.config.index_interval_bytes
-        # Index entries are collected here and written once at the end (a rebuild).
-        # Offset index entries as int32 pairs in native order (byte-swapped at the end).
-        offset_entries = array("i")
-        add_offset_entry = offset_entries.append
-        # Time index entries as two columns, packed together at the end.
-        time_entry_timestamps = array("q")
-        time_entry_offsets = array("i")
+        # Index entries are packed here as the files hold them (one pack per entry) and
+        # written once at the end (a rebuild).
+        offset_entries = bytearray()
+        pack_offset_entry = self.offset_index.entry.pack
+        time_entries = bytearray()
+        pack_time_entry = self.time_index.entry.pack
         last_indexed_timestamp: int | None = None
         since_index_entry = 0
         max_timestamp = -1
@@ -403,8 +400,8 @@ class LogSegment:
                 if chunk_length < ENTRY_PREFIX.size:
                     break
             if at + header_size <= chunk_length and chunk[at + 16] == 2:
-                base, length, epoch, _, crc, _, last_delta, _, batch_max_ts, producer_id = (
-                    unpack_header(chunk, at)
+                base, length, epoch, crc, last_delta, batch_max_ts, producer_id = unpack_header(
+                    chunk, at
                 )
                 size = length + 12
                 if length < HEADER_SIZE - 12 or valid + size > file_size:
@@ -441,23 +438,18 @@ class LogSegment:
                 max_timestamp = batch_max_ts
                 offset_of_max_timestamp = last
             if since_index_entry > interval:
-                add_offset_entry(last - base_offset)
-                add_offset_entry(valid)
+                offset_entries += pack_offset_entry(last - base_offset, valid)
                 if last_indexed_timestamp is None or max_timestamp > last_indexed_timestamp:
-                    time_entry_timestamps.append(max_timestamp)
-                    time_entry_offsets.append(offset_of_max_timestamp - base_offset)
+                    time_entries += pack_time_entry(
+                        max_timestamp, offset_of_max_timestamp - base_offset
+                    )
                     last_indexed_timestamp = max_timestamp
                 since_index_entry = 0
             since_index_entry += size
             previous_last = last
             valid += size
-        if sys.byteorder == "little":
-            offset_entries.byteswap()  # the index is big-endian
-        self.offset_index.append_packed(offset_entries.tobytes())
-        pack_time_entry = self.time_index.entry.pack
-        self.time_index.append_packed(
-            b"".join(map(pack_time_entry, time_entry_timestamps, time_entry_offsets))
-        )
+        self.offset_index.append_packed(offset_entries)
+        self.time_index.append_packed(time_entries)
         self.bytes_since_last_index_entry = since_index_entry
         self.max_timestamp_so_far = max_timestamp
         self.offset_of_max_timestamp_so_far = offset_of_max_timestamp
