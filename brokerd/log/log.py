@@ -35,7 +35,7 @@ from ..records.batch import (
 from . import errors
 from .leader_epochs import LeaderEpochFileCache
 from .producer_state import ProducerStateManager
-from .segment import DELETED_SUFFIX, EntryHeader, FileRegion, LogSegment
+from .segment import CRC_WRITE_CHUNK, DELETED_SUFFIX, EntryHeader, FileRegion, LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -303,11 +303,18 @@ class Log:
             raise errors.RecordTooLargeError(
                 f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
             )
+        # A large batch's CRC is checked while it is written, chunk by chunk (read from
+        # memory once, not twice). Whatever would answer before that write (a header rule,
+        # a duplicate, a sequence error) or change the log (a roll) checks the CRC first,
+        # so a corrupt batch gets CORRUPT_MESSAGE exactly as when it is checked up front.
+        crc_pending = size > CRC_WRITE_CHUNK
         try:
-            validate_produced_batch(records, 0, header)
+            validate_produced_batch(records, 0, header, not crc_pending)
         except CorruptRecordError as exc:
             raise errors.CorruptMessageError(str(exc)) from exc
         except InvalidRecordError as exc:
+            if crc_pending:
+                self._validate_single_batch(records, header)
             raise errors.InvalidRecordError(str(exc)) from exc
         now = self.now_ms() if now_ms is None else now_ms
         max_timestamp = header[8]
@@ -317,17 +324,35 @@ class Log:
             batch = None
             if header[9] != NO_PRODUCER_ID:
                 batch = RecordBatch(records)
-                duplicate = self.producer_state.check(batch)
+                try:
+                    duplicate = self.producer_state.check(batch)
+                except errors.LogError:
+                    if crc_pending:
+                        self._validate_single_batch(records, header)
+                    raise
                 if duplicate is not None:
+                    if crc_pending:
+                        self._validate_single_batch(records, header)
                     return self._duplicate_info(duplicate, max_timestamp)
             first_offset = self._log_end_offset
             last_offset = first_offset + header[6]
             segment = self._segments[1][-1]
             if segment.should_roll(size, max_timestamp, last_offset, now):
+                if crc_pending:
+                    self._validate_single_batch(records, header)
+                    crc_pending = False
                 segment = self.roll(first_offset)
             prefix = _BATCH_PREFIX.pack(first_offset, header[1], leader_epoch)
-            rest = memoryview(records)[_BATCH_PREFIX.size :]
-            segment.append_batch(prefix, rest, size, last_offset, max_timestamp)
+            if crc_pending:
+                try:
+                    segment.append_batch_checking_crc(
+                        prefix, memoryview(records), header[4], last_offset, max_timestamp
+                    )
+                except CorruptRecordError as exc:
+                    raise errors.CorruptMessageError(str(exc)) from exc
+            else:
+                rest = memoryview(records)[_BATCH_PREFIX.size :]
+                segment.append_batch(prefix, rest, size, last_offset, max_timestamp)
             self._log_end_offset = last_offset + 1
             if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
                 self.leader_epoch_cache.assign(leader_epoch, first_offset)
@@ -350,6 +375,16 @@ class Log:
                 False,  # duplicate
                 flush_due,
             )
+
+    @staticmethod
+    def _validate_single_batch(records, header: tuple) -> None:
+        """The full check of a large batch whose CRC was left for the write."""
+        try:
+            validate_produced_batch(records, 0, header)
+        except CorruptRecordError as exc:
+            raise errors.CorruptMessageError(str(exc)) from exc
+        except InvalidRecordError as exc:
+            raise errors.InvalidRecordError(str(exc)) from exc
 
     def _duplicate_info(self, duplicate, max_timestamp: int) -> AppendInfo:
         """A retried batch already in the log: its original offsets, nothing written."""

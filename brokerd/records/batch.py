@@ -101,10 +101,18 @@ def crc_of(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
     return crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_POS : pos + size])
 
 
-def validate_produced_batch(buf: bytes | bytearray | memoryview, pos: int, header: tuple) -> None:
+def check_crc_value(stored: int, computed: int) -> None:
+    if computed != stored:
+        raise CorruptRecordError(f"CRC mismatch: stored {stored}, computed {computed}")
+
+
+def validate_produced_batch(
+    buf: bytes | bytearray | memoryview, pos: int, header: tuple, check_crc: bool = True
+) -> None:
     """What a produced batch at `pos` (its `HEADER.unpack_from` tuple given) must satisfy
     before offsets are assigned: size, CRC-32C and the header rules. The produce hot path,
-    so the fields are read from the tuple, not through a view's properties."""
+    so the fields are read from the tuple, not through a view's properties. Without
+    check_crc the caller checks the CRC itself (the log does, while writing a large batch)."""
     (_, length, _, _, crc, attributes, last_delta, _, _, producer_id, _, base_sequence, count) = (
         header
     )
@@ -115,9 +123,10 @@ def validate_produced_batch(buf: bytes | bytearray | memoryview, pos: int, heade
         raise CorruptRecordError(
             f"batch of {length + LOG_OVERHEAD} bytes runs past the buffer ({len(buf) - pos} left)"
         )
-    computed = crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_POS : end])
-    if computed != crc:
-        raise CorruptRecordError(f"CRC mismatch: stored {crc}, computed {computed}")
+    if check_crc:
+        computed = crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_POS : end])
+        if computed != crc:  # check_crc_value, inlined (the 16 KiB produce path)
+            raise CorruptRecordError(f"CRC mismatch: stored {crc}, computed {computed}")
     if last_delta < 0:
         raise InvalidRecordError(f"negative lastOffsetDelta {last_delta}")
     if count != last_delta + 1:
