@@ -90,7 +90,8 @@ class _Index:
         return size - size % self.entry_size
 
     def _remap(self) -> None:
-        self._max_entries = self._length // self.entry_size  # checked on every append
+        # A plain attribute, not a property: checked on every append and roll check.
+        self.max_entries = self._length // self.entry_size
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
@@ -99,12 +100,8 @@ class _Index:
             self._mmap = mmap.mmap(self._file.fileno(), self._length, access=access)
 
     @property
-    def max_entries(self) -> int:
-        return self._max_entries
-
-    @property
     def is_full(self) -> bool:
-        return self.entries >= self._max_entries
+        return self.entries >= self.max_entries
 
     @property
     def size_in_bytes(self) -> int:
@@ -159,7 +156,7 @@ class _Index:
         if not self.writable:
             raise PermissionError(f"{self.path} is read-only")
         entries = self.entries
-        if entries >= self._max_entries:
+        if entries >= self.max_entries:
             raise CorruptIndexError(f"index {self.path} is full ({entries} entries)")
         with self._pending_lock:
             pending = self._pending
@@ -179,8 +176,8 @@ class _Index:
             return
         if not self.writable:
             raise PermissionError(f"{self.path} is read-only")
-        if self.entries + count > self._max_entries:
-            raise CorruptIndexError(f"index {self.path} is full ({self._max_entries} entries)")
+        if self.entries + count > self.max_entries:
+            raise CorruptIndexError(f"index {self.path} is full ({self.max_entries} entries)")
         self._write_pending()
         os.pwrite(self._fd, packed, self.entries * self.entry_size)
         self.entries += count
@@ -352,7 +349,7 @@ class TimeIndex(_Index):
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Append only a larger timestamp at a larger offset (entries stay monotonic)."""
-        full = self.entries >= self._max_entries
+        full = self.entries >= self.max_entries
         if full and not skip_full_check:
             raise CorruptIndexError(f"time index {self.path} is full")
         if self.entries:

@@ -305,8 +305,9 @@ class LogSegment:
         size = self.size
         if size > config.segment_bytes - messages_size:
             return True
-        if self.offset_index.is_full or self.time_index.is_full:
-            return True
+        offsets, times = self.offset_index, self.time_index
+        if offsets.entries >= offsets.max_entries or times.entries >= times.max_entries:
+            return True  # a full index (`is_full`, without the property calls)
         if not 0 <= max_offset - self.base_offset <= 0x7FFFFFFF:
             return True  # the relative offset would overflow the indexes' 32 bits
         if size == 0:
