@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -409,6 +410,9 @@ def test_readers_see_the_latest_value_of_every_key_while_the_cleaner_runs(tmp_pa
                 failures.append(f"read {reads}: {len(seen)} keys, mismatch")
                 return
             reads += 1
+            # Yield the GIL between reads: a reader that never blocks re-takes the log's
+            # lock before the cleaner thread wakes, and the cleaner crawls (minutes).
+            time.sleep(0)
 
     manager = LogCleanerManager(dedupe_buffer_size=24 * 15)  # partial passes: many swaps
     thread = threading.Thread(target=reader)
