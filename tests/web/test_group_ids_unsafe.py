@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async
 from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, TopicPartition
 
 from .conftest import make_user, wait_until
 from .test_groups_api import make_topic
@@ -23,7 +23,9 @@ API = "/api/v3/clusters/local"
 UNSAFE = "team/orders v2?x=1#frag%41&ü/lags"  # ends like a sub-resource on purpose
 
 
-def join_and_commit(broker, topic: str, group: str) -> KafkaConsumer:
+def join_and_commit(broker, topic: str, group: str, records: int) -> KafkaConsumer:
+    """Joins `group` and commits once the member has consumed all `records` of partition 0
+    (an assignment alone can come before the first fetch, and would commit offset 0)."""
     consumer = KafkaConsumer(
         topic,
         bootstrap_servers=broker.bootstrap,
@@ -31,7 +33,13 @@ def join_and_commit(broker, topic: str, group: str) -> KafkaConsumer:
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
-    wait_until(lambda: consumer.poll(200) is not None and consumer.assignment(), 30)
+    partition = TopicPartition(topic, 0)
+
+    def consumed_all() -> bool:
+        consumer.poll(200)
+        return partition in consumer.assignment() and consumer.position(partition) == records
+
+    wait_until(consumed_all, 30)
     consumer.commit()
     return consumer
 
@@ -41,7 +49,7 @@ def test_unsafe_group_id_in_rest_paths(
 ):
     make_topic(group_broker, topic_name, 1, {0: 4})
     group = f"{UNSAFE}-{topic_name}"
-    consumer = join_and_commit(group_broker, topic_name, group)
+    consumer = join_and_commit(group_broker, topic_name, group, 4)
     try:
         listed = viewer_api.get(f"{API}/consumer-groups?size=1000").json()["data"]
         resource = next(g for g in listed if g["consumer_group_id"] == group)
@@ -82,7 +90,7 @@ async def test_unsafe_group_id_on_pages_and_live(
 ):
     make_topic(group_broker, topic_name, 1, {0: 3})
     group = f"{UNSAFE}-{topic_name}"
-    consumer = join_and_commit(group_broker, topic_name, group)
+    consumer = join_and_commit(group_broker, topic_name, group, 3)
     try:
         user = await database_sync_to_async(make_user)("una", "viewer")
 
