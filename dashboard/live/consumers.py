@@ -104,10 +104,16 @@ class SnapshotConsumer(_ClusterConsumer):
 
 
 class MaintenanceConsumer(_ClusterConsumer):
-    """ws/clusters/<id>/maintenance/: maintenance runs as Celery's tasks report them."""
+    """ws/clusters/<id>/maintenance/: maintenance runs as Celery's tasks report them; on
+    joining, the runs that may have changed since the page was rendered (read after joining,
+    so a run that ended between the render and the join is not left showing "pending")."""
 
     def channel_group(self) -> str:
         return maintenance_group(self.cluster_name)
+
+    async def joined(self) -> None:
+        for payload in await _changing_runs(self.cluster_name):
+            await self.send_json({"kind": "run", "data": payload})
 
 
 @database_sync_to_async
@@ -165,6 +171,26 @@ def _changing_loads(cluster_name: str) -> list[dict]:
         Q(status__in=ACTIVE_LOAD_STATUSES) | Q(finished_at__gte=recently)
     )
     return [load_payload(load) for load in loads.select_related("cluster", "requested_by")]
+
+
+@database_sync_to_async
+def _changing_runs(cluster_name: str) -> list[dict]:
+    """Maintenance runs of the cluster still pending or running, or ended a moment ago."""
+    import datetime
+
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from dashboard.core.models import MaintenanceRun, RunStatus
+    from tasks.maintenance import run_payload
+
+    recently = timezone.now() - datetime.timedelta(seconds=RECENTLY_ENDED_S)
+    runs = MaintenanceRun.objects.filter(cluster__name=cluster_name).filter(
+        Q(status__in=(RunStatus.PENDING, RunStatus.RUNNING)) | Q(finished_at__gte=recently)
+    )
+    # Oldest first: the page prepends runs it has not rendered, newest on top.
+    runs = runs.order_by("created_at").select_related("cluster", "requested_by")
+    return [run_payload(run) for run in runs]
 
 
 class SparkLoadsConsumer(_ClusterConsumer):

@@ -87,6 +87,13 @@ async def test_compaction_run_is_done_by_the_broker_and_pushed_live(
     assert done["status"] == "succeeded" and "records removed" in done["summary"]
     await connection.disconnect()
 
+    # A page that joins after the run ended (rendered while it was pending) is sent it at once.
+    late = communicator("/ws/clusters/local/maintenance/", user)
+    assert (await late.connect())[0]
+    caught_up = await next_run(late, lambda d: d["id"] == run.pk)
+    assert caught_up["status"] == "succeeded" and caught_up["summary"] == done["summary"]
+    await late.disconnect()
+
     stored = await database_sync_to_async(MaintenanceRun.objects.get)(pk=run.pk)
     (report,) = stored.result["partitions"]
     assert (report["topic"], report["partition"]) == (topic_name, 0)
