@@ -45,10 +45,24 @@ def chromium_context(timeout_ms: int = 20_000, expect_timeout_ms: int | None = N
             browser.close()
 
 
+# Live pages change on the collector's next round, which a loaded 2-core machine can delay
+# well past Playwright's 5 s default.
+LIVE_EXPECT_TIMEOUT_MS = 20_000
+
+
 @pytest.fixture
 def browser_page(live_dashboard):
-    with chromium_context() as context:
+    with chromium_context(expect_timeout_ms=LIVE_EXPECT_TIMEOUT_MS) as context:
         yield context.new_page()
+
+
+def submit_and_reload(page, button) -> None:
+    """Clicks a form's submit button and returns once the redirected page replaced this
+    document (the same URL, so only a marker on the old document tells them apart)."""
+    page.evaluate("() => { window.__beforeSubmit = true; }")
+    button.click()
+    page.wait_for_function("() => window.__beforeSubmit === undefined")
+    page.wait_for_load_state()
 
 
 def log_in(page, live_dashboard) -> None:
@@ -212,13 +226,18 @@ def test_a_schedule_is_created_edited_and_disabled_from_the_ui(browser_page, liv
     page.goto(f"{live_dashboard.url}/clusters/local/maintenance/")
     page.select_option("#new-schedule select[name=action]", "retention")
     page.fill("#new-schedule input[name=every_seconds]", "600")
-    page.click("#new-schedule-submit")
+    known = page.locator("#schedules tbody tr[data-schedule]").evaluate_all(
+        "rows => rows.map(row => row.dataset.schedule)"
+    )
+    submit_and_reload(page, page.locator("#new-schedule-submit"))
     row = page.locator("#schedules tbody tr[data-schedule]").last
-    expect(row.locator("input[name=every_seconds]")).to_have_value("600")
     schedule_id = row.get_attribute("data-schedule")
+    assert schedule_id not in known
+    expect(row.locator("input[name=every_seconds]")).to_have_value("600")
     row.locator("input[name=every_seconds]").fill("900")
     row.locator("input[name=enabled]").uncheck()
-    row.locator("button:text-is('Save')").click()
+    # Read back from the page the server rendered after saving, not the inputs just typed in.
+    submit_and_reload(page, row.locator("button:text-is('Save')"))
     row = page.locator(f"#schedules tbody tr[data-schedule='{schedule_id}']")
     expect(row.locator("input[name=every_seconds]")).to_have_value("900")
     expect(row.locator("input[name=enabled]")).not_to_be_checked()
