@@ -108,6 +108,9 @@ def _time_interleaved(
     log_dir = directory / "append-0"
     raw_path = directory / "raw-append.bin"
     log = load_log(log_dir, LogConfig(), had_clean_shutdown=True)
+    # The log of a leader at epoch 0: Partition.make_leader records the epoch (and fsyncs
+    # its checkpoint) when the broker becomes leader, as Kafka does, not on an append.
+    log.leader_epoch_cache.assign(0, log.log_end_offset)
     raw_fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     append, write, clock = log.append_as_leader, os.write, time.perf_counter
     per_block = max(BLOCK_BYTES // batch_bytes, 1)

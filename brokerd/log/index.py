@@ -164,7 +164,20 @@ class _Index:
                 self._pending_from = entries
             pending += self._pack(packed_a, packed_b)
             self.entries = entries + 1
-            self._last_raw = (entries + 1, (packed_a, packed_b))
+            full = len(pending) >= self._pending_limit
+        if full:
+            self._write_pending()
+
+    def append_in_order(self, packed_a: int, packed_b: int) -> None:
+        """`_append_raw` for the segment's produce path, which already guarantees what that
+        checks: the log assigns offsets and positions in increasing order, and the segment
+        rolls before an index fills (`LogSegment.should_roll`). Fewer calls per batch."""
+        with self._pending_lock:
+            pending = self._pending
+            if not pending:
+                self._pending_from = self.entries
+            pending += self._pack(packed_a, packed_b)
+            self.entries += 1
             full = len(pending) >= self._pending_limit
         if full:
             self._write_pending()
@@ -183,7 +196,12 @@ class _Index:
         self.entries += count
 
     def _last(self) -> tuple[int, int]:
-        """The raw last entry; cached per entry count, since appends check it every time."""
+        """The raw last entry: from the pending entries when there are some (appends check
+        it every time; reading the mapping would write them first), else cached per entry
+        count."""
+        tail = self._pending[-self.entry_size :]  # one copy: a flush may clear it meanwhile
+        if tail:
+            return self.entry.unpack(tail)
         cached = self._last_raw
         if cached is None or cached[0] != self.entries:
             cached = (self.entries, self._read(self.entries - 1))
@@ -361,6 +379,13 @@ class TimeIndex(_Index):
         if full:
             return
         self._append_raw(timestamp, offset - self.base_offset)
+
+    def append_if_later(self, timestamp: int, relative_offset: int) -> None:
+        """maybe_append for the segment's produce path, whose offsets only grow and which
+        rolls before the index fills: only the timestamp needs checking."""
+        if self.entries and timestamp <= self._last()[0]:
+            return
+        self.append_in_order(timestamp, relative_offset)
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries for offsets >= offset."""

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..config import LogConfig
 from ..records import legacy
@@ -50,8 +51,7 @@ LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 
 
-@dataclass(slots=True)
-class AppendInfo:
+class AppendInfo(NamedTuple):
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -63,6 +63,11 @@ class AppendInfo:
     # With append_as_leader(defer_flush=True): flush.messages/flush.ms are due, and the
     # caller must run flush(last_offset + 1) (off the event loop) before acknowledging.
     flush_needed: bool = False
+
+
+# AppendInfo from all nine fields in order, without the generated __new__'s Python frame
+# (what NamedTuple._make does): a third of the cost, on the path of every produced batch.
+_new_tuple = tuple.__new__
 
 
 @dataclass(slots=True)
@@ -364,16 +369,19 @@ class Log:
             else:
                 self._unflushed_messages += count
                 flush_due = False
-            return AppendInfo(  # positional: measurably cheaper than keywords here
-                first_offset,
-                last_offset,
-                max_timestamp,
-                -1,
-                self.log_start_offset,
-                count,
-                size,
-                False,  # duplicate
-                flush_due,
+            return _new_tuple(
+                AppendInfo,
+                (
+                    first_offset,
+                    last_offset,
+                    max_timestamp,
+                    -1,  # log_append_time
+                    self.log_start_offset,
+                    count,
+                    size,
+                    False,  # duplicate
+                    flush_due,
+                ),
             )
 
     @staticmethod

@@ -229,9 +229,11 @@ class LogSegment:
             self.offset_of_max_timestamp_so_far = last_offset
         since_index_entry = self.bytes_since_last_index_entry
         if since_index_entry > self.config.index_interval_bytes:
-            self.offset_index.append(last_offset, position)
-            self.time_index.maybe_append(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
+            # In order and with room: the log assigned the offsets, should_roll checked.
+            base = self.base_offset
+            self.offset_index.append_in_order(last_offset - base, position)
+            self.time_index.append_if_later(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far - base
             )
             self.bytes_since_last_index_entry = size
         else:

@@ -3,6 +3,8 @@
 import struct
 import threading
 
+import pytest
+
 from brokerd.log.index import PENDING_ENTRIES, OffsetIndex, TimeIndex
 
 
@@ -41,7 +43,8 @@ def test_time_index_flush_writes_kept_back_entries(tmp_path):
     assert index.lookup(1500) == (1000, 5)
 
 
-def test_readers_on_other_threads_see_every_appended_entry(tmp_path):
+@pytest.mark.parametrize("path", ["checked", "in_order"])
+def test_readers_on_other_threads_see_every_appended_entry(tmp_path, path):
     index = OffsetIndex(tmp_path / "0.index", base_offset=0, max_index_size=8 * 20_000)
     done = threading.Event()
     failures = []
@@ -54,9 +57,43 @@ def test_readers_on_other_threads_see_every_appended_entry(tmp_path):
 
     reader = threading.Thread(target=read)
     reader.start()
+    append = index.append if path == "checked" else index.append_in_order
     for i in range(10_000):
-        index.append(10 * i, i)
+        append(10 * i, i)
     done.set()
     reader.join()
     assert failures == []
     assert [tuple(e) for e in index] == [(10 * i, i) for i in range(10_000)]
+
+
+def test_in_order_appends_keep_the_checked_paths_view_of_the_last_entry(tmp_path):
+    """The produce path's unchecked appends leave entries that the checked appends, lookups
+    and the file all agree on, whether the last entry is still kept back or written."""
+    offsets = OffsetIndex(tmp_path / "0.index", base_offset=100, max_index_size=8 * 1024)
+    times = TimeIndex(tmp_path / "0.timeindex", base_offset=100, max_index_size=12 * 1024)
+    for i in range(PENDING_ENTRIES + 3):  # one full write, then three kept back
+        offsets.append_in_order(10 * i, 4096 * i)
+        times.append_if_later(1000 + i // 2, 10 * i)  # every other timestamp repeats
+    last = 10 * (PENDING_ENTRIES + 2)
+    assert offsets.last_offset == 100 + last
+    assert times.last_entry == (1000 + (PENDING_ENTRIES + 2) // 2, 100 + last)
+    try:
+        offsets.append(100 + last, 1)  # the checked path sees the kept-back last entry
+    except ValueError as refused:
+        assert "not larger" in str(refused)
+    else:
+        raise AssertionError("an offset equal to the last entry was accepted")
+    times.maybe_append(999, 100 + last)  # an older timestamp: not appended
+    assert times.entries == (PENDING_ENTRIES + 3 + 1) // 2
+    assert offsets.lookup(100 + 10 * PENDING_ENTRIES + 5) == (
+        100 + 10 * PENDING_ENTRIES,
+        4096 * PENDING_ENTRIES,
+    )
+    offsets.close()
+    times.close()
+    assert _file_entries(offsets.path, ">ii") == [
+        (10 * i, 4096 * i) for i in range(PENDING_ENTRIES + 3)
+    ]
+    assert _file_entries(times.path, ">qi") == [
+        (1000 + i // 2, 10 * i) for i in range(0, PENDING_ENTRIES + 3, 2)
+    ]
