@@ -2,9 +2,11 @@
 member before it leaves, so an idempotent acks=all producer sees nothing worse than
 retriable errors and every acknowledged record survives exactly once.
 
-A ZooKeeper watcher samples the partition's state znode and the leader's registration
-(state first, then registration): at no sample may the registration be gone while the
-state still names the stopped broker as leader.
+A ZooKeeper watcher samples the leader's registration, then the partition's state znode:
+at no sample may the registration be gone while the state still names the stopped broker
+as leader. The order matters: a registration once gone stays gone while the test watches,
+so "gone, then still the leader" means both held at the second read; the other order would
+flag a handover and deregistration that both fell between the two reads.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ class LeadershipWatcher:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            leader = json.loads(self.client.get(self.state_path)[0])["leader"]
             registered = self.client.exists(self.registration) is not None
+            leader = json.loads(self.client.get(self.state_path)[0])["leader"]
             self.samples.append((leader, registered))
             time.sleep(0.005)
 
