@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from brokerd.client.connection import BrokerConnection
 from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode
+from brokerd.util.background import BackgroundTasks
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -94,6 +95,7 @@ class ControllerChannel:
         self.controller = controller
         self.endpoint_for = endpoint_for or _plaintext_endpoint
         self.queues: dict[int, _BrokerQueue] = {}
+        self._removals = BackgroundTasks(log, "stopping the queue of a removed broker failed")
 
     def _queue(self, broker_id: int) -> _BrokerQueue:
         queue = self.queues.get(broker_id)
@@ -108,7 +110,7 @@ class ControllerChannel:
         for broker_id in broker_ids:
             queue = self.queues.pop(broker_id, None)
             if queue is not None:
-                asyncio.get_running_loop().create_task(queue.stop())
+                self._removals.spawn(queue.stop())
 
     def clear(self) -> None:
         self.remove(list(self.queues))

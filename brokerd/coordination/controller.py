@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from kazoo.exceptions import BadVersionError, NodeExistsError
 
 from brokerd.protocol.errors import ErrorCode, KafkaError
+from brokerd.util.background import BackgroundTasks
 
 from . import election, zk
 from .channel import ControllerChannel
@@ -55,7 +56,7 @@ class Controller:
         self.announced: set[tuple[str, int]] = set()  # partitions sent LeaderAndIsr
         self.highest_seen_epoch = 0
         self._events = asyncio.Lock()  # controller work runs one event at a time
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = BackgroundTasks(log, "controller event failed")
         self.stopped = False
         self.registered = False  # elections only once the broker is in /brokers/ids
         # Brokers in a controlled shutdown: never chosen as leaders while another ISR member
@@ -98,21 +99,13 @@ class Controller:
         return str(value).lower() == "true"
 
     def _spawn(self, coroutine) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("controller event failed", exc_info=task.exception())
+        self._tasks.spawn(coroutine)
 
     async def stop(self) -> None:
         self.stopped = True
         if self._rebalancer is not None:
             self._rebalancer.cancel()
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel_all()
         await self.channel.stop()
 
     def _controller_changed(self) -> None:

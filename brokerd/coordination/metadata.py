@@ -16,6 +16,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from brokerd.util.background import BackgroundTasks
+
 from . import zk
 from .zk import BrokerInfo, PartitionState, ZkClient
 
@@ -54,6 +56,7 @@ class MetadataCache:
         self._names_running = False
         self._names_dirty = False
         self._session_lost = False
+        self._refreshes = BackgroundTasks(log, "metadata refresh failed", logging.WARNING)
         zk_client.callbacks.on_lost.append(self._on_session_lost)
         zk_client.callbacks.on_connected.append(self._on_connected)
 
@@ -293,8 +296,7 @@ class MetadataCache:
             listener()
 
     def _spawn(self, coroutine) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        task.add_done_callback(_log_failure)
+        self._refreshes.spawn(coroutine)
 
     # Queries ----------------------------------------------------------------------------
     def topic(self, name: str) -> TopicInfo | None:
@@ -324,8 +326,3 @@ def _replica_map(found: dict | None) -> dict[int, list[int]]:
 
 def _configs_of(data: dict) -> dict[str, str]:
     return {k: str(v) for k, v in (data.get("config") or {}).items()}
-
-
-def _log_failure(task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("metadata refresh failed: %s", task.exception())

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.records.batch import SimpleRecord, build_batch
+from brokerd.util.background import BackgroundTasks
 
 from . import offsets_topic
 from .group import Group, GroupState, JoinResult, Member
@@ -66,7 +67,7 @@ class GroupCoordinator:
         self.owned: set[int] = set()  # loaded __consumer_offsets partitions
         self.loading: set[int] = set()
         self.active = False
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = BackgroundTasks(log, "group coordinator task failed")
         self._expiry_task: asyncio.Task | None = None
         self._topic_lock = asyncio.Lock()
 
@@ -81,18 +82,10 @@ class GroupCoordinator:
             self._expiry_task.cancel()
         for partition in list(self.owned | self.loading):
             self._unload(partition)
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel_all()
 
     def _spawn(self, coroutine) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("group coordinator task failed", exc_info=task.exception())
+        self._tasks.spawn(coroutine)
 
     # The offsets topic ----------------------------------------------------------------
     @property

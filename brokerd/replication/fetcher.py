@@ -22,6 +22,7 @@ from brokerd.client.connection import BrokerConnection
 from brokerd.client.errors import KafkaConnectionError, KafkaTimeoutError
 from brokerd.log.leader_epochs import UNDEFINED_EPOCH_OFFSET
 from brokerd.protocol.errors import ErrorCode
+from brokerd.util.background import BackgroundTasks
 
 if TYPE_CHECKING:
     from .partition import Partition
@@ -47,6 +48,9 @@ class ReplicaFetcher:
         self._connection: BrokerConnection | None = None
         self._task: asyncio.Task | None = None
         self._stopping = False
+        self._closing = BackgroundTasks(
+            log, f"closing a replaced connection to broker {source_id} failed"
+        )
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -116,7 +120,7 @@ class ReplicaFetcher:
             reconnect_backoff_max=config.get("replica.fetch.backoff.ms") / 1000,
         )
         if current is not None:
-            asyncio.get_running_loop().create_task(current.close())
+            self._closing.spawn(current.close())
         return self._connection
 
     async def _reset_connection(self) -> None:

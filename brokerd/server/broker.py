@@ -20,6 +20,7 @@ from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache
 from brokerd.coordination.producer_ids import ProducerIdManager
 from brokerd.groups.coordinator import GroupCoordinator
+from brokerd.util.background import BackgroundTasks
 
 from .dispatcher import Dispatcher
 from .failure_probes import FailureProbes
@@ -63,7 +64,7 @@ class Broker:
         self.dispatcher.observers.append(self.metrics.observe_request)
         self.admin = AdminServer(self)
         self.admin_lock = asyncio.Lock()  # topic creation, deletion, partition changes
-        self._background: set[asyncio.Task] = set()
+        self._background = BackgroundTasks(log, "background task failed")
         self._stopping = False
         self.started = asyncio.Event()
 
@@ -145,8 +146,7 @@ class Broker:
         await self.groups.shutdown()
         for listener in self.listeners:
             await listener.drain()
-        for task in list(self._background):
-            task.cancel()
+        self._background.cancel_all()
         await self.admin.stop()
         await self.controller.stop()
         try:
@@ -203,12 +203,4 @@ class Broker:
         await self.replicas.sync_leadership()
 
     def spawn(self, coroutine) -> asyncio.Task:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._background.add(task)
-        task.add_done_callback(self._background_done)
-        return task
-
-    def _background_done(self, task: asyncio.Task) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background task failed", exc_info=task.exception())
+        return self._background.spawn(coroutine)

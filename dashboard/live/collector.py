@@ -24,6 +24,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from brokerd.client.errors import KafkaClientError
+from brokerd.util.background import BackgroundTasks
 from dashboard.core import groups, snapshots
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import KafkaOps, kafka_client
@@ -91,6 +92,9 @@ class ClusterCollector:
         self.known_brokers: set[int] = set()  # once seen, a broker stays listed (as down)
         self._task: asyncio.Task | None = None
         self._stop_timer: asyncio.TimerHandle | None = None
+        self._idle_stops = BackgroundTasks(
+            log, f"collector {cluster_name}: stopping when idle failed"
+        )
 
     # Lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -170,7 +174,7 @@ class ClusterCollector:
         if self.subscribers <= 0:
             loop = asyncio.get_running_loop()
             self._stop_timer = loop.call_later(
-                STOP_GRACE_S, lambda: loop.create_task(self._stop_if_idle())
+                STOP_GRACE_S, lambda: self._idle_stops.spawn(self._stop_if_idle())
             )
 
     async def _stop_if_idle(self) -> None:

@@ -1,0 +1,1 @@
+"""Small helpers the broker's packages share (no broker state, no Kafka concepts)."""
