@@ -1,7 +1,9 @@
 """Offsets through real clients: kcat -Q (offsets by timestamp), kafka-python's consumer with
 assign/seek/offsets_for_times, and every client's auto.offset.reset on OFFSET_OUT_OF_RANGE."""
 
+import json
 import subprocess
+import time
 
 import pytest
 from aiokafka import AIOKafkaConsumer
@@ -120,14 +122,17 @@ def test_kafka_python_auto_offset_reset(broker, topic_name, reset):
         consumer.seek(partition, 1)
         if reset == "none":
             with pytest.raises(OffsetOutOfRangeError):
-                for _ in range(20):
+                for _ in range(150):  # raises on the first answered fetch; 30 s at most
                     consumer.poll(timeout_ms=200)
             return
         if reset == "earliest":
             assert [m.offset for m in _poll(consumer, 5)] == [3, 4, 5, 6, 7]
         else:
-            for _ in range(10):
-                consumer.poll(timeout_ms=100)
+            # The fetch is refused, then the reset's ListOffsets answered: however long that
+            # takes, the position goes from 1 straight to the end, never elsewhere.
+            deadline = time.monotonic() + 30
+            while consumer.position(partition) == 1 and time.monotonic() < deadline:
+                assert not consumer.poll(timeout_ms=100)
             assert consumer.position(partition) == len(TIMESTAMPS)
         consumer.seek(partition, 1000)  # past the end: out of range too
         if reset == "earliest":
@@ -140,25 +145,40 @@ def test_kafka_python_auto_offset_reset(broker, topic_name, reset):
 def test_confluent_auto_offset_reset(broker, topic_name, reset):
     _produce(broker, topic_name, TIMESTAMPS)
     _truncate_front(broker, topic_name, 3)
+    fetch_positions: list[int] = []  # librdkafka's next fetch offset, from its statistics
+
+    def statistics(report: str) -> None:
+        partitions = json.loads(report)["topics"].get(topic_name, {}).get("partitions", {})
+        if "0" in partitions:
+            fetch_positions.append(partitions["0"]["next_offset"])
+
     consumer = Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
             "group.id": "reset-check",
             "enable.auto.commit": False,
             "auto.offset.reset": reset,
+            "statistics.interval.ms": 100,
+            "stats_cb": statistics,
         }
     )
     try:
         consumer.assign([TopicPartition(topic_name, 0, 1)])
-        message = consumer.poll(2 if reset == "latest" else 10)
-        if reset == "earliest":
-            assert message is not None and message.error() is None
-            assert (message.offset(), message.value()) == (3, b"v3")
-        elif reset == "latest":
-            assert message is None  # reset to the end: nothing to read until more arrives
+        if reset == "latest":
+            # Produce only once the reset has moved the fetch position to the end: a record
+            # sent before the reset lands would be skipped by it.
+            deadline = time.monotonic() + 30
+            while not fetch_positions or fetch_positions[-1] != len(TIMESTAMPS):
+                assert time.monotonic() < deadline, fetch_positions[-5:]
+                assert consumer.poll(0.2) is None  # nothing to read until more arrives
             _produce(broker, topic_name, [8000])
             message = consumer.poll(10)
             assert (message.offset(), message.timestamp()[1]) == (len(TIMESTAMPS), 8000)
+            return
+        message = consumer.poll(10)
+        if reset == "earliest":
+            assert message is not None and message.error() is None
+            assert (message.offset(), message.value()) == (3, b"v3")
         else:
             assert message is not None and message.error() is not None
             assert message.error().code() == KafkaError._AUTO_OFFSET_RESET
@@ -182,6 +202,7 @@ async def test_aiokafka_auto_offset_reset(broker, topic_name):
                 assert (message.offset, message.value) == (3, b"v3")
             else:
                 with pytest.raises(AioOffsetOutOfRangeError):
-                    await consumer.getmany(timeout_ms=3000)
+                    for _ in range(10):  # raises on the first answered fetch; 30 s at most
+                        await consumer.getmany(timeout_ms=3000)
         finally:
             await consumer.stop()
