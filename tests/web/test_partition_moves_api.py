@@ -69,6 +69,11 @@ def partition(api, topic: str) -> dict:
     return answer.json()
 
 
+def placed_on(answer: dict, replicas: list[int]) -> dict | None:
+    """The partition as the API answered it, if its replicas are `replicas`."""
+    return answer if [r["broker_id"] for r in answer["replica_states"]] == replicas else None
+
+
 def reorder(cluster, topic: str, replicas: list[int]) -> None:
     """Change the preferred leader without moving data (a reassignment to the same brokers)."""
     with client_for(cluster) as client:
@@ -109,7 +114,9 @@ def test_reassign_a_partition_cancel_one_and_refuse_bad_ones(
     assert done.status_code == 202, done.json()
     wait_until(lambda: viewer_api.get(url).status_code == 404, 60, 0.3)
     wait_placed(cluster, topic_name, [3, 2])
-    moved = partition(viewer_api, topic_name)
+    # wait_placed reads the controller's metadata; the dashboard asks another broker, whose
+    # cache gets the controller's UpdateMetadata a moment later.
+    moved = wait_until(lambda: placed_on(partition(viewer_api, topic_name), [3, 2]), 30, 0.3)
     assert [r["broker_id"] for r in moved["replica_states"]] == [3, 2]
     assert moved["reassignment"] is None
 
