@@ -122,25 +122,9 @@ class ControllerChannel:
 
     # Requests -----------------------------------------------------------------------------
     def send_leader_and_isr(self, broker_id: int, states) -> None:
-        controller = self.controller
-        by_topic: dict[str, list] = {}
-        leaders = set()
-        for topic, index, state, replicas in states:
-            leaders.add(state.leader)
-            by_topic.setdefault(topic, []).append(
-                interbroker.LeaderAndIsrPartitionState(
-                    partition_index=index,
-                    controller_epoch=state.controller_epoch,
-                    leader=state.leader,
-                    leader_epoch=state.leader_epoch,
-                    isr=tuple(state.isr),
-                    zk_version=state.zk_version,
-                    replicas=tuple(replicas),
-                )
-            )
         live_leaders = []
-        for leader in sorted(leaders):
-            info = controller.cache.brokers.get(leader)
+        for leader in sorted({state.leader for _topic, _index, state, _replicas in states}):
+            info = self.controller.cache.brokers.get(leader)
             endpoint = self.endpoint_for(info) if info is not None else None
             if endpoint is not None:
                 live_leaders.append(
@@ -148,33 +132,17 @@ class ControllerChannel:
                         broker_id=leader, host_name=endpoint.host, port=endpoint.port
                     )
                 )
-        request = interbroker.LeaderAndIsrRequest(
-            controller_id=controller.broker_id,
-            controller_epoch=controller.epoch,
-            topic_states=tuple(
-                interbroker.LeaderAndIsrTopicState(topic_name=t, partition_states=tuple(ps))
-                for t, ps in by_topic.items()
+        self._send(
+            broker_id,
+            interbroker.LeaderAndIsrRequest,
+            _topic_states(
+                states, interbroker.LeaderAndIsrTopicState, interbroker.LeaderAndIsrPartitionState
             ),
             live_leaders=tuple(live_leaders),
         )
-        self._enqueue(broker_id, request)
 
     def send_update_metadata(self, broker_id: int, states) -> None:
         controller = self.controller
-        by_topic: dict[str, list] = {}
-        for topic, index, state, replicas in states:
-            by_topic.setdefault(topic, []).append(
-                interbroker.UpdateMetadataPartitionState(
-                    partition_index=index,
-                    controller_epoch=state.controller_epoch,
-                    leader=state.leader,
-                    leader_epoch=state.leader_epoch,
-                    isr=tuple(state.isr),
-                    zk_version=state.zk_version,
-                    replicas=tuple(replicas),
-                    offline_replicas=tuple(r for r in replicas if r not in controller.live),
-                )
-            )
         brokers = []
         for info in controller.cache.brokers.values():
             brokers.append(
@@ -192,34 +160,61 @@ class ControllerChannel:
                     rack=info.rack,
                 )
             )
-        request = interbroker.UpdateMetadataRequest(
-            controller_id=controller.broker_id,
-            controller_epoch=controller.epoch,
-            topic_states=tuple(
-                interbroker.UpdateMetadataTopicState(topic_name=t, partition_states=tuple(ps))
-                for t, ps in by_topic.items()
+        self._send(
+            broker_id,
+            interbroker.UpdateMetadataRequest,
+            _topic_states(
+                states,
+                interbroker.UpdateMetadataTopicState,
+                interbroker.UpdateMetadataPartitionState,
+                lambda replicas: {
+                    "offline_replicas": tuple(r for r in replicas if r not in controller.live)
+                },
             ),
             live_brokers=tuple(brokers),
         )
-        self._enqueue(broker_id, request)
 
     def send_stop_replica(self, broker_id: int, topic: str, partitions, delete: bool) -> None:
-        request = interbroker.StopReplicaRequest(
+        stopped = tuple(
+            interbroker.StopReplicaPartitionState(partition_index=p, delete_partition=delete)
+            for p in sorted(partitions)
+        )
+        self._send(
+            broker_id,
+            interbroker.StopReplicaRequest,
+            (interbroker.StopReplicaTopicState(topic_name=topic, partition_states=stopped),),
+        )
+
+    def _send(self, broker_id: int, request_type, topic_states: tuple, **fields) -> None:
+        """Queue a controller request: this controller's id and epoch, then the request's own
+        topic states and `fields`."""
+        request = request_type(
             controller_id=self.controller.broker_id,
             controller_epoch=self.controller.epoch,
-            topic_states=(
-                interbroker.StopReplicaTopicState(
-                    topic_name=topic,
-                    partition_states=tuple(
-                        interbroker.StopReplicaPartitionState(
-                            partition_index=p, delete_partition=delete
-                        )
-                        for p in sorted(partitions)
-                    ),
-                ),
-            ),
+            topic_states=topic_states,
+            **fields,
         )
         self._enqueue(broker_id, request)
+
+
+def _topic_states(states, topic_type, partition_type, extra_fields=None) -> tuple:
+    """(topic, index, state, replicas) grouped by topic as `topic_type`s of `partition_type`s,
+    which carry the ZooKeeper partition state; `extra_fields(replicas)` adds a type's own."""
+    by_topic: dict[str, list] = {}
+    for topic, index, state, replicas in states:
+        by_topic.setdefault(topic, []).append(
+            partition_type(
+                partition_index=index,
+                controller_epoch=state.controller_epoch,
+                leader=state.leader,
+                leader_epoch=state.leader_epoch,
+                isr=tuple(state.isr),
+                zk_version=state.zk_version,
+                replicas=tuple(replicas),
+                **(extra_fields(replicas) if extra_fields is not None else {}),
+            )
+        )
+    return tuple(topic_type(topic_name=t, partition_states=tuple(ps)) for t, ps in by_topic.items())
 
 
 def _plaintext_endpoint(info):
