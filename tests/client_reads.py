@@ -12,7 +12,7 @@ def kafka_python_read(bootstrap: str, topic: str, partition: int, count: int) ->
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
+        consumer_timeout_ms=30000,  # a stall, not the end: the loop stops at `count`
         enable_auto_commit=False,
         group_id=None,
     )
@@ -35,7 +35,7 @@ def confluent_read(bootstrap: str, topic: str, partition: int, count: int) -> li
     consumer.assign([ConfluentTopicPartition(topic, partition, 0)])
     got = []
     while len(got) < count:
-        message = consumer.poll(10)
+        message = consumer.poll(30)
         assert message is not None, f"stalled after {len(got)}"
         assert message.error() is None, message.error()
         got.append(message)
@@ -44,16 +44,24 @@ def confluent_read(bootstrap: str, topic: str, partition: int, count: int) -> li
 
 
 def kafka_python_values_by_offset(bootstrap: str, topic: str) -> dict[int, bytes]:
-    """Every record of a one-partition topic from the beginning, by kafka-python: value by
-    offset (what a restarted broker still serves)."""
+    """Every record of a one-partition topic from the beginning to its high watermark, by
+    kafka-python: value by offset (what a restarted broker still serves). The read ends at
+    the high watermark, not after a quiet spell, so a slow fetch cannot cut it short."""
     consumer = KafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
+        consumer_timeout_ms=30000,  # a stall, not the end
         enable_auto_commit=False,
         group_id=None,
     )
-    seen = {m.offset: m.value for m in consumer}
+    partition = KafkaTopicPartition(topic, 0)
+    consumer.assign([partition])
+    end = consumer.end_offsets([partition])[partition]
+    seen = {}
+    if consumer.position(partition) < end:
+        for message in consumer:
+            seen[message.offset] = message.value
+            if message.offset + 1 >= end:
+                break
     consumer.close()
     return seen
