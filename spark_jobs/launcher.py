@@ -149,18 +149,25 @@ def follow(
 
 
 def stop_group(pgid: int, grace: float = 10.0) -> None:
-    """SIGTERM to a job's process group, SIGKILL to whatever is left after `grace`."""
+    """SIGTERM to a job's process group, SIGKILL to whatever is left after `grace`; returns
+    once no process of the group runs (a killed process lingers a moment before it is gone),
+    so a caller that reports the job stopped is right."""
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and group_alive(pgid):
-        time.sleep(0.1)
+    _wait_group_gone(pgid, grace)
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return
+    _wait_group_gone(pgid, grace)
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and group_alive(pgid):
+        time.sleep(0.1)
 
 
 def group_alive(pgid: int) -> bool:
