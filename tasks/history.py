@@ -19,8 +19,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from brokerd.client.errors import KafkaClientError
-from brokerd.client.results import AdminError
-from dashboard.core.kafka import KafkaOps, with_cluster
+from dashboard.core.kafka import KafkaOps, latest_offsets, with_cluster
 from dashboard.core.models import Cluster, HistorySample
 
 log = logging.getLogger(__name__)
@@ -48,13 +47,7 @@ async def collect(ops: KafkaOps) -> dict[str, Any]:
     partitions = [
         (name, p) for name, info in metadata.topics.items() if not info.is_internal for p in info.partitions
     ]  # fmt: skip
-    high: dict = {}
-    if partitions:
-        try:
-            listed = await admin.list_offsets(dict.fromkeys(partitions, "latest"))
-        except AdminError as exc:  # a partition without a leader: sample the rest
-            listed = exc.results
-        high = {tp: found.offset for tp, found in listed.items()}
+    high = await latest_offsets(admin, partitions)  # without a leader: not sampled
     gate = asyncio.Semaphore(CONCURRENT_GROUPS)
 
     async def committed(group_id: str):

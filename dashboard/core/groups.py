@@ -15,6 +15,8 @@ from brokerd.client.admin import AdminClient
 from brokerd.client.errors import ErrorCode, KafkaResponseError
 from brokerd.client.results import AdminError, GroupDescription
 
+from .kafka import latest_offsets
+
 INACTIVE_STATES = ("Empty", "Dead")
 RESET_TARGETS = ("earliest", "latest", "timestamp", "offset")
 
@@ -111,13 +113,7 @@ async def lag_rows(
     committed = await admin.list_consumer_group_offsets(group_id)
     owners = {tp: m for m in description.members for tp in m.assignment}
     partitions = sorted(set(committed) | set(owners))
-    ends: dict = {}
-    if partitions:
-        try:
-            listed = await admin.list_offsets(dict.fromkeys(partitions, "latest"))
-        except AdminError as exc:  # a deleted topic keeps its commits: show what is known
-            listed = exc.results
-        ends = {tp: found.offset for tp, found in listed.items()}
+    ends = await latest_offsets(admin, partitions)  # a deleted topic keeps commits: no end
     rows = []
     for tp in partitions:
         offset = committed.get(tp)

@@ -144,6 +144,18 @@ class KafkaOps:
         return sent.offset
 
 
+async def latest_offsets(admin: AdminClient, partitions) -> dict[tuple[str, int], int]:
+    """The high watermark of each (topic, partition) that answered ListOffsets. Those that
+    failed (no leader, a deleted topic) are left out: the caller shows what is known."""
+    if not partitions:
+        return {}
+    try:
+        listed = await admin.list_offsets(dict.fromkeys(partitions, "latest"))
+    except AdminError as exc:
+        listed = exc.results
+    return {tp: found.offset for tp, found in listed.items()}
+
+
 def _client_options() -> dict[str, Any]:
     timeout = settings.KAFKA_REQUEST_TIMEOUT_S
     return {

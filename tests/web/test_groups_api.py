@@ -166,3 +166,23 @@ def test_group_deletion_and_unknown_groups(group_cluster, group_broker, operator
     assert operator_api.get(f"{API}/consumer-groups/nope-{topic_name}/lags").status_code == 404
     entries = AuditLog.objects.filter(action="group.delete", target=group).order_by("timestamp")
     assert [(e.succeeded, e.username) for e in entries] == [(True, "otto"), (False, "otto")]
+
+
+def test_lags_keep_the_commits_of_a_deleted_topic(
+    group_cluster, group_broker, viewer_api, topic_name
+):
+    kept, deleted = f"{topic_name}-kept", f"{topic_name}-deleted"
+    make_topic(group_broker, kept, 1, {0: 4})
+    make_topic(group_broker, deleted, 1, {0: 3})
+    group = f"gone-{topic_name}"
+    commit(group_broker, group, {(kept, 0): 1, (deleted, 0): 2})
+    admin = KafkaAdminClient(bootstrap_servers=group_broker.bootstrap)
+    admin.delete_topics([deleted])
+    wait_until(lambda: deleted not in admin.list_topics(), 30)
+    admin.close()
+
+    # ListOffsets fails for the deleted topic only: its row stays, without an end or a lag.
+    lags = viewer_api.get(f"{API}/consumer-groups/{group}/lags")
+    assert lags.status_code == 200, lags.json()
+    rows = {r["topic_name"]: (r["current_offset"], r["log_end_offset"], r["lag"]) for r in lags.json()["data"]}  # fmt: skip
+    assert rows == {kept: (1, 4, 3), deleted: (2, None, None)}
