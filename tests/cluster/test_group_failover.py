@@ -20,6 +20,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from brokerd.groups.offsets_topic import TOPIC as OFFSETS_TOPIC
 from brokerd.groups.offsets_topic import partition_for
+from tests.integration.test_admin_api import admin_for
 
 from .checker import create_topic
 from .conftest import Cluster
@@ -191,12 +192,25 @@ def test_commit_is_acknowledged_only_once_the_isr_has_it(module_cluster, topic_n
         except KafkaException as exc:
             outcome.append(exc)
 
+    # The kill must land well inside replica.lag.time.max.ms (3 s) and the followers'
+    # ZooKeeper sessions (4 s): past the former the coordinator shrinks the ISR to itself,
+    # and its death then leaves the partition without an eligible leader. So it comes as
+    # soon as the commit is in the coordinator's log (appended, not yet replicated), not
+    # after a fixed sleep that a loaded machine stretches.
+    coordinator_admin = admin_for(cluster.brokers[coordinator])
+    offsets_view = f"/v1/partitions/{OFFSETS_TOPIC}/{offsets_partition}"
+    log_end = coordinator_admin.ok("GET", offsets_view)["log_end_offset"]
     for follower in followers:
         os.killpg(follower.process.pid, signal.SIGSTOP)
     try:
         thread = threading.Thread(target=commit_later, daemon=True)
         thread.start()
-        time.sleep(1)  # well inside replica.lag.time.max.ms and the ZooKeeper session
+        deadline = time.monotonic() + 1
+        while (
+            coordinator_admin.ok("GET", offsets_view)["log_end_offset"] == log_end
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.01)
         cluster.brokers[coordinator].kill()
     finally:
         for follower in followers:
