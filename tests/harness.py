@@ -7,6 +7,7 @@ afterwards; nothing is mocked.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -20,10 +21,31 @@ from brokerd.tools import zookeeper
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _ephemeral_range_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+# A port picked here is bound later, by another process (a broker, ZooKeeper), and again
+# after each restart. Inside the kernel's ephemeral range, any bind(0) or outgoing
+# connection on the machine may take it meanwhile; below it, only a process that names the
+# very port can, so ports come from there.
+_PICKED_PORTS = range(20000, _ephemeral_range_start())
+_port_choice = random.Random()  # its own: a test seeding `random` cannot make picks repeat
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    for _ in range(200):
+        port = _port_choice.choice(_PICKED_PORTS) if _PICKED_PORTS else 0
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use: pick another
+            return sock.getsockname()[1]
+    raise RuntimeError(f"no free port in {_PICKED_PORTS}")
 
 
 def wait_for_port(port: int, timeout: float, process: subprocess.Popen | None = None) -> None:

@@ -60,7 +60,7 @@ def _commit_standalone(bootstrap: str, group: str, topic: str) -> None:
 def _until_coordinator_answers(client: WireClient, group: str) -> int:
     """The OffsetFetch error once this broker leads the group's partition (it may answer
     NOT_COORDINATOR for a moment after start-up, before the controller gives it the role)."""
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # the controller's LeaderAndIsr after a broker start
     while True:
         error = fetch(client, group, [("t", 0)]).error_code
         if error not in (E.not_coordinator, E.coordinator_not_available):
