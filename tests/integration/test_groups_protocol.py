@@ -165,9 +165,19 @@ def fetch(client, group, partitions, version=7):
     return response
 
 
+def wait_for_group_state(client, group, state: str, timeout: float = 30) -> None:
+    """Until DescribeGroups says `group` is in `state`: a request sent on another connection
+    has then been handled (requests of two connections are not ordered)."""
+    deadline = time.monotonic() + timeout
+    describe = request(15, 5, groups=(group,), include_authorized_operations=False)
+    while (found := client.call(describe).groups[0].group_state) != state:
+        assert time.monotonic() < deadline, f"{group} stayed {found}, never {state}"
+        time.sleep(0.02)
+
+
 def ready_coordinator(client, group) -> None:
     """FindCoordinator (creating __consumer_offsets), then wait for the partition to load."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # 50 partitions made and loaded on a busy machine
     # The first lookup creates the topic; like Kafka, it may answer COORDINATOR_NOT_AVAILABLE.
     while client.call(request(10, 1, key=group, key_type=0)).error_code:
         assert time.monotonic() < deadline
@@ -425,6 +435,7 @@ def test_second_member_triggers_rebalance_in_progress(group_broker, topic):
         b_first = join(b, group)
         assert b_first.error_code == E.member_id_required
         b.send(join_request(group, b_first.member_id))  # parks until the rebalance completes
+        wait_for_group_state(a, group, "PreparingRebalance")
         assert heartbeat(a, group, 1, first.member_id) == E.rebalance_in_progress
         assert sync(a, group, 1, first.member_id).error_code == E.rebalance_in_progress
         # Commits of the old generation are still accepted while members rejoin.
@@ -483,6 +494,7 @@ def test_a_leader_that_never_syncs_is_removed_after_the_rebalance_timeout(group_
         sync(a, group, 1, first.member_id, [(first.member_id, assignment(topic, [0, 1, 2]))])
         b_first = join(b, group, **timeouts)
         b.send(join_request(group, b_first.member_id, **timeouts))
+        wait_for_group_state(a, group, "PreparingRebalance")
         assert heartbeat(a, group, 1, first.member_id) == E.rebalance_in_progress
         rejoined = join(a, group, first.member_id, **timeouts)
         _, b_joined = b.receive(JOIN, 5)
@@ -591,6 +603,7 @@ def test_group_max_size(make_broker):
         ready_coordinator(a, group)
         a_joined = join(a, group, instance_id="a")
         b.send(join_request(group, instance_id="b"))
+        wait_for_group_state(a, group, "PreparingRebalance")  # b's join parked
         rejoin = join(a, group, a_joined.member_id, instance_id="a")
         _, b_joined = b.receive(JOIN, 5)
         assert rejoin.generation_id == b_joined.generation_id == 2
@@ -702,7 +715,7 @@ def test_shutdown_answers_parked_joins_with_not_coordinator(make_broker):
         ready_coordinator(a, group)
         join(a, group, instance_id="a")
         b.send(join_request(group, instance_id="b"))  # parks: a has not rejoined
-        time.sleep(0.3)
+        wait_for_group_state(a, group, "PreparingRebalance")
         assert broker.terminate() == 0
         _, parked = b.receive(JOIN, 5)
         assert parked.error_code == E.not_coordinator
