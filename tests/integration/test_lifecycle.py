@@ -5,7 +5,7 @@ import sys
 import time
 from pathlib import Path
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kazoo.client import KazooClient
 
 from tests.harness import ROOT, ZooKeeper
@@ -48,16 +48,21 @@ def test_override_beats_the_file(tmp_path):
 
 
 def _consume_all(bootstrap, topic, count):
+    """Every record of `topic`, which must hold `count`: read until that many arrived (a
+    fixed silence of a few seconds can pass before the first one on a busy machine), and
+    the log ends must say there are no more."""
     consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
-        group_id=None,
+        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
     )
-    values = [m.value for m in consumer]
+    values = []
+    deadline = time.monotonic() + 60
+    while len(values) < count and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=500).values():
+            values += [m.value for m in records]
+    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
+    log_end = sum(consumer.end_offsets(partitions).values())
     consumer.close()
-    assert len(values) == count
+    assert len(values) == count == log_end
     return values
 
 
