@@ -53,6 +53,9 @@ async def test_deposed_controller_cannot_overwrite_its_successors_state(pair):
     assert (written.leader, written.controller_epoch) == (1, 1)
 
     # The old controller's session "expired": its /controller went, a successor took over.
+    # The old one is paused meanwhile: it must not run for election on the vacancy (it could
+    # win the race, and the successor's elect() below would then fail).
+    old.registered = False
     await new.zk.delete(zk.CONTROLLER)
     assert await new.elect()
     assert new.epoch == 2
