@@ -220,13 +220,30 @@ def _settled_generations(broker, group: str) -> int:
     raise AssertionError("the group kept rebalancing")
 
 
+# The restarted process must rejoin within the crashed one's session (a new interpreter,
+# imports, bootstrap, JoinGroup): 6 s gave a loaded machine too little room.
+STATIC_SESSION_MS = 10000
+
+
 @pytest.mark.parametrize("client", ["confluent", "kafka-python"])
 def test_static_member_restart_keeps_partitions_without_rebalance(group_broker, topic_name, client):
     bootstrap = group_broker.bootstrap
     create_topic(bootstrap, topic_name, 4)
     group = group_id()
-    a = Member(client, bootstrap, group, topic_name, instance_id="static-a", assignor="range")
-    b = Member(client, bootstrap, group, topic_name, instance_id="static-b", assignor="range")
+
+    def static_member(instance_id: str) -> Member:
+        return Member(
+            client,
+            bootstrap,
+            group,
+            topic_name,
+            instance_id=instance_id,
+            assignor="range",
+            session_ms=STATIC_SESSION_MS,
+            max_poll_ms=STATIC_SESSION_MS,  # librdkafka wants it >= the session timeout
+        )
+
+    a, b = static_member("static-a"), static_member("static-b")
     restarted = None
     try:
         wait_for(lambda: balanced([a, b], 4) and a.partitions and b.partitions, 40, "static split")
@@ -234,12 +251,10 @@ def test_static_member_restart_keeps_partitions_without_rebalance(group_broker, 
         before = set(a.partitions)
         b_changes = len(b.assignments)
         a.kill()  # a crash; static members do not leave on close anyway
-        restarted = Member(
-            client, bootstrap, group, topic_name, instance_id="static-a", assignor="range"
-        )
-        wait_for(lambda: restarted.assignment is not None and restarted.partitions, 20, "restart")
+        restarted = static_member("static-a")
+        wait_for(lambda: restarted.assignment is not None and restarted.partitions, 40, "restart")
         assert restarted.partitions == before
-        time.sleep(SESSION_MS / 1000 + 1)  # past the old incarnation's session timeout
+        time.sleep(STATIC_SESSION_MS / 1000 + 1)  # past the old incarnation's session timeout
         assert _generations(group_broker, group) == generations  # no rebalance happened
         assert len(b.assignments) == b_changes
         assert restarted.partitions == before
@@ -335,6 +350,22 @@ def test_offsets_topic_dumps_and_decodes(make_broker, topic_name):
         member.terminate()
     partition = offsets_topic.partition_for(group, 50)
     segment = broker.dir / "logs" / f"__consumer_offsets-{partition}" / ("0" * 20 + ".log")
+
+    def decoded() -> list:
+        return [
+            offsets_topic.decode_record(record.key, record.value)
+            for entry in iter_entries(segment.read_bytes())
+            for record in entry
+        ]
+
+    def empty_group_written() -> bool:
+        groups = [
+            v for k, v in decoded() if isinstance(k, offsets_topic.GroupKey) and v is not None
+        ]
+        return bool(groups) and groups[-1].members == []
+
+    # The LeaveGroup answer comes before the coordinator writes the emptied group.
+    wait_for(empty_group_written, 30, "the empty group to be written")
     out = subprocess.run(
         [sys.executable, "-m", "brokerd", "dump-log", "--offsets-decoder", str(segment)],
         cwd=ROOT,
@@ -345,10 +376,7 @@ def test_offsets_topic_dumps_and_decodes(make_broker, topic_name):
     assert f'"group":"{group}","topic":"{topic_name}","partition":2' in out
     assert '"version":"3","data":{"offset":10' in out
     assert '"protocolType":"consumer"' in out and '"type":"2"' in out
-    records = []
-    for entry in iter_entries(segment.read_bytes()):
-        for record in entry:
-            records.append(offsets_topic.decode_record(record.key, record.value))
+    records = decoded()
     commits = [
         (k.partition, v.offset) for k, v in records if isinstance(k, offsets_topic.OffsetKey)
     ]
