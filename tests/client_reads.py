@@ -65,3 +65,29 @@ def kafka_python_values_by_offset(bootstrap: str, topic: str) -> dict[int, bytes
                 break
     consumer.close()
     return seen
+
+
+def kafka_python_all(bootstrap: str, topic: str, partitions: int = 1) -> list:
+    """Every record of partitions 0..`partitions`-1 of `topic` below their high watermarks
+    (as they are at the start), by kafka-python, in partition and offset order. Like the
+    reads above, it ends at the high watermarks, not after a quiet spell."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=30000,  # a stall, not the end
+        enable_auto_commit=False,
+        group_id=None,
+    )
+    wanted = [KafkaTopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(wanted)
+    ends = consumer.end_offsets(wanted)
+    pending = {tp for tp in wanted if consumer.position(tp) < ends[tp]}
+    found = []
+    for message in consumer if pending else ():
+        found.append(message)
+        if message.offset + 1 >= ends[KafkaTopicPartition(topic, message.partition)]:
+            pending.discard(KafkaTopicPartition(topic, message.partition))
+            if not pending:
+                break
+    consumer.close()
+    return sorted(found, key=lambda m: (m.partition, m.offset))

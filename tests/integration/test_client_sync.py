@@ -5,7 +5,6 @@ import threading
 from concurrent.futures import Future
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 
 from brokerd.client import (
     AdminError,
@@ -18,6 +17,7 @@ from brokerd.client import (
     SyncClient,
 )
 from brokerd.records.batch import SimpleRecord
+from tests.client_reads import kafka_python_all
 
 THREADS = 4
 PER_THREAD = 200
@@ -55,16 +55,8 @@ def test_one_client_shared_by_plain_threads(broker, topic_name):
         assert errors == []
         producer.close()
 
-    consumer = KafkaConsumer(
-        bootstrap_servers=broker.bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=3000,
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    consumer.assign([TopicPartition(topic_name, p) for p in range(THREADS)])
-    seen = sorted((m.partition, m.offset, m.value) for m in consumer)
-    consumer.close()
+    read = kafka_python_all(broker.bootstrap, topic_name, THREADS)
+    seen = sorted((m.partition, m.offset, m.value) for m in read)
     assert seen == sorted(
         (p, i, b"%d-%d" % (p, i)) for p in range(THREADS) for i in range(PER_THREAD)
     )
