@@ -18,6 +18,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.client_reads import kafka_python_all
 from tests.harness import free_port
 
 
@@ -79,6 +80,24 @@ def admin_for(broker) -> Admin:
     return Admin(url, token_file.read_text().strip())
 
 
+def wait_cleaner_done_with(broker, topic: str, timeout: float = 30) -> None:
+    """After `topic` stopped being compacted (cleanup.policy changed): until the broker's
+    log of partition 0 has the new policy and no cleaner pass that began before that is
+    still running (such a pass would change the log after the caller reads it)."""
+    admin = admin_for(broker)
+    deadline = time.monotonic() + timeout
+    while admin.get(f"/v1/cleaner/{topic}/0")[0] != 400:  # 400: not compacted any more
+        assert time.monotonic() < deadline, "the broker never applied the new cleanup.policy"
+        time.sleep(0.1)
+    passes = admin.ok("GET", "/v1/cleaner")["thread"]["passes"]
+    while True:
+        cleaner = admin.ok("GET", "/v1/cleaner")
+        if cleaner["thread"]["passes"] > passes and f"{topic}-0" not in cleaner["in_progress"]:
+            return
+        assert time.monotonic() < deadline, f"the cleaner is still busy: {cleaner}"
+        time.sleep(0.1)
+
+
 def create_topic(broker, name, partitions=1, **configs):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1, config=configs)])[name].result(15)
@@ -92,16 +111,8 @@ def produce(broker, topic, records, partition=0):
     producer.close()
 
 
-def consume_all(broker, topic, partition=0):
-    consumer = KafkaConsumer(
-        bootstrap_servers=broker.bootstrap, consumer_timeout_ms=3000, group_id=None
-    )
-    tp = TopicPartition(topic, partition)
-    consumer.assign([tp])
-    consumer.seek_to_beginning(tp)
-    messages = list(consumer)
-    consumer.close()
-    return messages
+def consume_all(broker, topic):
+    return kafka_python_all(broker.bootstrap, topic)
 
 
 def log_files(broker, topic, partition=0) -> list[Path]:

@@ -6,8 +6,7 @@ import os
 
 import pytest
 from confluent_kafka import Producer as ConfluentProducer
-from kafka import KafkaConsumer, KafkaProducer
-from kafka import TopicPartition as KafkaTopicPartition
+from kafka import KafkaProducer
 from kafka.partitioner.default import DefaultPartitioner as KafkaPythonPartitioner
 
 from brokerd.client import (
@@ -28,8 +27,9 @@ from brokerd.client.consumer import decode_partition
 from brokerd.records.batch import SimpleRecord, build_batch
 from brokerd.records.control import COMMIT, build_end_txn_marker
 from brokerd.records.legacy import build_message_set
-from tests.client_reads import confluent_read, kafka_python_read
+from tests.client_reads import confluent_read, kafka_python_all, kafka_python_read
 from tests.codec_roundtrip import BASE_TS, CODECS, COUNT, expected_records
+from tests.integration.test_admin_api import wait_cleaner_done_with
 
 
 async def create_topic(cluster, name, partitions=1, **configs):
@@ -203,17 +203,7 @@ async def test_idempotent_resend_of_the_same_batch_writes_it_once(broker, topic_
 
 
 def _kafka_python_all(broker, topic):
-    consumer = KafkaConsumer(
-        bootstrap_servers=broker.bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=3000,
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    consumer.assign([KafkaTopicPartition(topic, 0)])
-    messages = list(consumer)
-    consumer.close()
-    return messages
+    return kafka_python_all(broker.bootstrap, topic)
 
 
 def test_murmur2_matches_kafkas_documented_values_and_kafka_python():
@@ -337,16 +327,12 @@ async def test_fetch_range_reads_across_compaction_gaps(make_broker, topic_name)
                 break
             await asyncio.sleep(0.5)
         assert len(records) < 100, "the cleaner never compacted the topic"
-        # Stop the cleaner for this topic, then wait for the log to hold still.
+        # Stop the cleaner for this topic, then wait until no pass of it can still be running.
         await admin.incremental_alter_configs(
             {ConfigResource.topic(topic_name): [("cleanup.policy", "SET", "delete")]}
         )
-        while True:
-            await asyncio.sleep(0.5)
-            again = await consumer.fetch_range(topic_name, 0, 0, 100)
-            if again == records:
-                break
-            records = again
+        await asyncio.to_thread(wait_cleaner_done_with, broker, topic_name)
+        records = await consumer.fetch_range(topic_name, 0, 0, 100)
         offsets = [r.offset for r in records]
         assert offsets == sorted(set(offsets)) and offsets[-1] == 99
         assert {r.key: r.value for r in records} == {
