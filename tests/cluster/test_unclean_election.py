@@ -63,9 +63,17 @@ def test_unclean_election_only_on_request_then_replicas_converge(cluster, topic_
     assert only_on_1 == list(range(10, 20))
 
     cluster.brokers[1].kill()
-    cluster.wait_for(lambda m: m["topics"][topic_name][0]["leader"] == -1, what="offline")
+    offline = cluster.wait_for(lambda m: m["topics"][topic_name][0]["leader"] == -1, what="offline")
+    controller = cluster.brokers[offline["controller"]]
+    log_start = (controller.dir / "broker.log").stat().st_size
     cluster.brokers[2].start()
     cluster.wait_for(lambda m: 2 in m["brokers"], what="broker 2 back")
+    # Metadata lists a broker as soon as it registers; the controller counts it live (for
+    # its elections, ElectLeaders' included) only once it has handled the registration.
+    deadline = time.monotonic() + 60
+    while "controller: brokers [2] joined" not in controller.output_bytes(log_start):
+        assert time.monotonic() < deadline, "the controller never handled broker 2's return"
+        time.sleep(0.1)
     # Broker 2 is live but not in the ISR: without unclean election nobody may lead.
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline:
