@@ -45,26 +45,8 @@ def confluent_read(bootstrap: str, topic: str, partition: int, count: int) -> li
 
 def kafka_python_values_by_offset(bootstrap: str, topic: str) -> dict[int, bytes]:
     """Every record of a one-partition topic from the beginning to its high watermark, by
-    kafka-python: value by offset (what a restarted broker still serves). The read ends at
-    the high watermark, not after a quiet spell, so a slow fetch cannot cut it short."""
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=30000,  # a stall, not the end
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    partition = KafkaTopicPartition(topic, 0)
-    consumer.assign([partition])
-    end = consumer.end_offsets([partition])[partition]
-    seen = {}
-    if consumer.position(partition) < end:
-        for message in consumer:
-            seen[message.offset] = message.value
-            if message.offset + 1 >= end:
-                break
-    consumer.close()
-    return seen
+    kafka-python: value by offset (what a restarted broker still serves)."""
+    return {m.offset: m.value for m in kafka_python_all(bootstrap, topic)}
 
 
 def kafka_python_all(bootstrap: str, topic: str, partitions: int = 1) -> list:
