@@ -173,10 +173,13 @@ def test_controller_killed_mid_reassignment_is_resumed(cluster, topic_name):
     workload = Workload(cluster.bootstrap, topic_name).start()
     workload.wait_for_acks(100)
     key = (topic_name, 0)
-    # The adding broker dies (its ZooKeeper session outlives it for a moment, so the
-    # controller still accepts it): the reassignment cannot complete...
-    cluster.brokers[adding].kill()
     with client_for(cluster) as client:
+        # The adding broker dies (its ZooKeeper session outlives it for a moment, so the
+        # controller still accepts it): the reassignment cannot complete... The client talks
+        # to the controller first, so the kill and the request that must beat the session's
+        # end are back to back.
+        assert client.admin.list_partition_reassignments([key]) == {}
+        cluster.brokers[adding].kill()
         client.admin.alter_partition_reassignments({key: [other, adding]})
         assert client.admin.list_partition_reassignments([key])[key].adding_replicas == (adding,)
     # ...and the controller (also the leader and the replica being removed) dies with it.
