@@ -54,6 +54,14 @@ def launch_from_the_ui(page, topic: str, output: str, records_per_task: int | No
     return int(page.url.rstrip("/").rsplit("/", 1)[1])
 
 
+def samples_since_now(page) -> list:
+    """WATCH_PROGRESS's samples, once it has taken one after this call: the page's state at
+    the call is in the last sample (the sampler's last tick may predate the last render)."""
+    taken = page.evaluate("() => window.__seen.length")
+    page.wait_for_function(f"() => window.__seen.length > {taken}")
+    return page.evaluate("() => window.__seen")
+
+
 def api_load(live_dashboard, load_id: int) -> dict:
     response = requests.get(
         f"{live_dashboard.url}/api/v3/clusters/local/spark-loads/{load_id}",
@@ -64,17 +72,20 @@ def api_load(live_dashboard, load_id: int) -> dict:
     return response.json()
 
 
-def processes_of_load(load_id: int) -> list[int]:
-    """Processes whose command line names this load (spark-submit, its JVM, the driver)."""
-    marker = f"sparkload-{load_id}".encode()
+def processes_of_load(load_id: int, topic: str) -> list[int]:
+    """Processes whose command line names this load (spark-submit, its JVM, the driver): its
+    id and its topic, as whole arguments. The id alone is not enough: other dashboards on
+    this machine (other tests, other runs) number their loads from 1 too."""
+    markers = (f"\0--load-id\0sparkload-{load_id}\0".encode(), f"\0--topic\0{topic}\0".encode())
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if marker in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
+                arguments = b"\0" + (entry / "cmdline").read_bytes()
             except OSError:
                 continue
+            if all(marker in arguments for marker in markers):
+                found.append(int(entry.name))
     return found
 
 
@@ -109,11 +120,6 @@ def test_export_launched_from_the_ui_runs_to_100_percent(
     assert sum(int(c) for c in counts) == records
     expect(page.locator("#load-log")).to_contain_text("BROKERD_RESULT")
     expect(page.locator("#cancel-form")).to_be_hidden()
-
-    seen = page.evaluate("() => window.__seen")
-    bars = [value for _, value, _ in seen]
-    assert bars == sorted(bars), "the progress bar went backwards"
-    assert bars[-1] == 100 and any(s == "running" for s, _, _ in seen)
     assert page.evaluate("() => window.__noReload === true")  # all pushed, no reload
     page.screenshot(path=str(ARTIFACTS / "spark-load-done.png"), full_page=True)
 
@@ -130,6 +136,10 @@ def test_export_launched_from_the_ui_runs_to_100_percent(
     expect(page.locator("#progress-detail")).to_have_text(final)
     rendered = json.loads(page.locator("#load-initial").text_content())  # at the redirect
     assert rendered["status"] in ("queued", "running") and rendered["progress_text"] != final
+    seen = samples_since_now(page)  # the last sample shows the end the page now shows
+    bars = [value for _, value, _ in seen]
+    assert bars == sorted(bars), "the progress bar went backwards"
+    assert bars[-1] == 100 and any(s == "running" for s, _, _ in seen)
     texts = [text for _, _, text in seen]
     assert texts[-1] == final
     assert all(STAGE_TEXT.match(t) for t in texts if t), set(texts)
@@ -172,7 +182,7 @@ def test_cancel_from_the_ui_stops_the_spark_job(
         "() => document.getElementById('load-progress').value > 0", timeout=LOAD_TIMEOUT_MS
     )
     pid = api_load(live_dashboard, load_id)["result"]["pid"]
-    assert group_alive(pid) and processes_of_load(load_id)
+    assert group_alive(pid) and processes_of_load(load_id, topic)
     # Inside the first (only) stage of the job, some of its 100+ tasks done.
     expect(page.locator("#progress-detail")).to_have_text(re.compile(r"^stage 1 of 1, tasks "))
 
@@ -191,7 +201,7 @@ def test_cancel_from_the_ui_stops_the_spark_job(
     assert 0 < load["progress"]["tasks_done"] < load["progress"]["tasks_total"]
     assert load["progress"]["tasks_total"] >= 100
     assert not group_alive(pid), "processes of the Spark job survived the cancel"
-    assert processes_of_load(load_id) == [], "a spark-submit of the load is still running"
+    assert processes_of_load(load_id, topic) == [], "a spark-submit of the load is still running"
 
 
 def read_back_with_kafka_python(bootstrap: str, topic: str, partitions: int, wanted: int):

@@ -90,7 +90,7 @@ def test_a_load_whose_worker_is_killed_fails_and_does_not_block_the_next(
         error = lost["result"]["error"]
         assert f"the Celery worker process running it (pid {worker.pid} on " in error
         assert "is gone; its Spark job was stopped" in error
-        assert not group_alive(job_pid) and processes_of_load(first) == []
+        assert not group_alive(job_pid) and processes_of_load(first, topic) == []
         assert lost["progress"]["tasks_done"] < lost["progress"]["tasks_total"]
 
         with running_celery_worker(dashboard.env, tmp_path / "worker-2.log"):
