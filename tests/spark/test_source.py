@@ -8,6 +8,7 @@ import time
 import pytest
 
 from brokerd.client import ConfigResource, NewTopic, SyncClient
+from tests.integration.test_admin_api import wait_cleaner_done_with
 
 from .conftest import produce_confluent
 
@@ -157,9 +158,8 @@ def test_compacted_topic_gaps_read_exactly(spark, make_broker, topic_name):
         client.admin.incremental_alter_configs(
             {ConfigResource.topic(topic_name): [("cleanup.policy", "SET", "delete")]}
         )
-        while (again := consumer.fetch_range(topic_name, 0, 0, 100)) != records:
-            records = again
-            time.sleep(0.5)
+        wait_cleaner_done_with(broker, topic_name)
+        records = consumer.fetch_range(topic_name, 0, 0, 100)
     expected = [(r.offset, r.key, r.value) for r in records]
     assert len(expected) < 100 and expected[-1][0] == 99
     # Ranges of 7 offsets: many start or end inside a gap, some hold nothing at all.
