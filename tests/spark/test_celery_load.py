@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 
@@ -96,7 +97,10 @@ def test_cancel_kills_the_spark_job(transactional_db, spark_settings, broker, ma
         time.sleep(0.2)
         load.refresh_from_db()
     pid = load.result["pid"]
-    time.sleep(2)  # the JVM is up and starting the job
+    # Cancel once the JVM runs: spark-submit's scripts end by exec'ing it in the same process.
+    while not os.readlink(f"/proc/{pid}/exe").endswith("/java"):
+        assert time.monotonic() < deadline, "spark-submit never started its JVM"
+        time.sleep(0.1)
     assert group_alive(pid)
     assert cancel_load(load)
     runner.join(60)
