@@ -17,15 +17,18 @@ BASE = "/api/v3/clusters/local/spark-loads"
 @pytest.fixture
 def celery_queue(settings, tmp_path, redis_server, channel_layer_on_redis):
     """Celery's producer and the data root on this test's redis-server and tmp dir; yields a
-    Redis client to look at the queue (no worker consumes it here)."""
+    Redis client to look at the queue. The queue is in a Redis database of its own: the live
+    dashboard's worker (a session fixture) consumes the default one's, and would take the
+    loads as soon as they are queued whenever it is up."""
     from tasks.celery import app
 
     settings.VAR_DIR = tmp_path / "var"
     settings.SPARK_DATA_ROOT = str(tmp_path / "data")
-    connection = redis.Redis.from_url(redis_server)
+    queue_url = redis_server.rsplit("/", 1)[0] + "/5"
+    connection = redis.Redis.from_url(queue_url)
     connection.delete("celery")
     previous = app.conf.broker_url
-    app.conf.broker_url = redis_server
+    app.conf.broker_url = queue_url
     app._pool = None  # the producer pool was made for the previous URL
     try:
         yield connection
