@@ -39,6 +39,7 @@ class Member:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
+        self.group = group
         self.assignment: list[tuple[str, int]] | None = None
         self.assignments: list[list[tuple[str, int]]] = []
         self.records: list[tuple[int, int, str]] = []
@@ -81,12 +82,32 @@ class Member:
         return self.process.poll() is None
 
 
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+def wait_for(
+    condition: Callable[[], bool],
+    timeout: float,
+    what: str,
+    explain: Callable[[], str] | None = None,
+) -> None:
+    """Poll `condition`; on timeout fail with `explain()` (what the members and the broker
+    saw), so a rare failure in a loaded CI run can be read from its report."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            story = f"\n{explain()}" if explain else ""
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}{story}")
         time.sleep(0.05)
+
+
+def group_story(members: list[Member], broker_output: str) -> str:
+    """Each member's assignment history and liveness, and the broker's lines on its group."""
+    lines = [
+        f"member pid {m.process.pid} alive={m.alive()} ready={m.ready.is_set()} "
+        f"assignments={m.assignments}"
+        for m in members
+    ]
+    groups = {m.group for m in members}
+    lines += [line for line in broker_output.splitlines() if any(g in line for g in groups)]
+    return "\n".join(lines[-80:])
 
 
 def balanced(members: list[Member], partitions: int) -> bool:

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from brokerd.protocol.errors import ErrorCode as E
-from tests.compat.group_support import Member, balanced, wait_for
+from tests.compat.group_support import Member, balanced, group_story, wait_for
 from tests.harness import ROOT
 from tests.integration.test_groups_protocol import heartbeat, join
 from tests.integration.wire import WireClient
@@ -153,6 +153,7 @@ def test_every_assignor_splits_and_hands_over(group_broker, topic_name):
                 lambda pair=pair: balanced(pair, 3) and all(m.partitions for m in pair),
                 60,
                 f"{client}/{assignor} to split",
+                lambda pair=pair: group_story(pair, group_broker.output),
             )
         for pair in pairs:
             pair[0].terminate()
@@ -161,6 +162,7 @@ def test_every_assignor_splits_and_hands_over(group_broker, topic_name):
                 lambda pair=pair: pair[1].partitions == {0, 1, 2},
                 60,
                 f"{client}/{assignor} hand-over",
+                lambda pair=pair: group_story(pair, group_broker.output),
             )
     finally:
         for pair in pairs:
