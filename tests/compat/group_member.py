@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import signal
 import sys
 import time
@@ -228,6 +229,12 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=int, default=0, help="processing time per record")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _stop)
+    # Kept by the test (Member.log) for a failure's report: the group protocol in detail.
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
+    )
+    for name in ("kafka.coordinator", "aiokafka.consumer.group_coordinator"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
     if args.client == "confluent":
         run_confluent(args)
     elif args.client == "kafka-python":

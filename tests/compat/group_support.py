@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -32,11 +33,13 @@ class Member:
         for key, value in options.items():
             flag = "--" + key.replace("_", "-")
             command += [flag] if value is True else [flag, str(value)]
+        # The client's own log (its group coordinator at DEBUG), for a failure's report.
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the member
         self.process = subprocess.Popen(
             command,
             cwd=ROOT,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
             start_new_session=True,
         )
         self.group = group
@@ -81,6 +84,10 @@ class Member:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def log_tail(self, lines: int = 30) -> list[str]:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace").splitlines()[-lines:]
+
 
 def wait_for(
     condition: Callable[[], bool],
@@ -100,14 +107,16 @@ def wait_for(
 
 def group_story(members: list[Member], broker_output: str) -> str:
     """Each member's assignment history and liveness, and the broker's lines on its group."""
-    lines = [
-        f"member pid {m.process.pid} alive={m.alive()} ready={m.ready.is_set()} "
-        f"assignments={m.assignments}"
-        for m in members
-    ]
+    lines = []
+    for m in members:
+        lines.append(
+            f"member pid {m.process.pid} alive={m.alive()} ready={m.ready.is_set()} "
+            f"assignments={m.assignments}; its client's last log lines:"
+        )
+        lines += [f"  {line}" for line in m.log_tail()]
     groups = {m.group for m in members}
     lines += [line for line in broker_output.splitlines() if any(g in line for g in groups)]
-    return "\n".join(lines[-80:])
+    return "\n".join(lines[-200:])
 
 
 def balanced(members: list[Member], partitions: int) -> bool:
