@@ -91,6 +91,7 @@ class ClusterCollector:
         self.latest: dict[Watch, dict[str, Any]] = {}
         self.known_brokers: set[int] = set()  # once seen, a broker stays listed (as down)
         self._task: asyncio.Task | None = None
+        self._stopping = False
         self._stop_timer: asyncio.TimerHandle | None = None
         self._idle_stops = BackgroundTasks(
             log, f"collector {cluster_name}: stopping when idle failed"
@@ -99,13 +100,19 @@ class ClusterCollector:
     # Lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         if self._task is None or self._task.done():
+            self._stopping = False
             self._task = asyncio.get_running_loop().create_task(self.run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        task = self._task
+        if task is not None:
+            # The flag too: on Python 3.11 an asyncio.wait_for whose inner future completes
+            # as the cancel arrives returns the result and drops the cancel (fixed in 3.12);
+            # the loop then ends after its round instead of collecting on, stop() waiting.
+            self._stopping = True
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
             self._task = None
 
     @property
@@ -120,7 +127,7 @@ class ClusterCollector:
         client = kafka_client(cluster)
         ops = KafkaOps(client)
         try:
-            while True:
+            while not self._stopping:
                 try:
                     await self.collect_once(ops, admin, layer)
                 except Exception:  # one bad round must not end the page's updates
