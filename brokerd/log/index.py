@@ -155,23 +155,15 @@ class _Index:
     def _append_raw(self, packed_a: int, packed_b: int) -> None:
         if not self.writable:
             raise PermissionError(f"{self.path} is read-only")
-        entries = self.entries
-        if entries >= self.max_entries:
-            raise CorruptIndexError(f"index {self.path} is full ({entries} entries)")
-        with self._pending_lock:
-            pending = self._pending
-            if not pending:
-                self._pending_from = entries
-            pending += self._pack(packed_a, packed_b)
-            self.entries = entries + 1
-            full = len(pending) >= self._pending_limit
-        if full:
-            self._write_pending()
+        if self.entries >= self.max_entries:
+            raise CorruptIndexError(f"index {self.path} is full ({self.entries} entries)")
+        self.append_in_order(packed_a, packed_b)
 
     def append_in_order(self, packed_a: int, packed_b: int) -> None:
-        """`_append_raw` for the segment's produce path, which already guarantees what that
-        checks: the log assigns offsets and positions in increasing order, and the segment
-        rolls before an index fills (`LogSegment.should_roll`). Fewer calls per batch."""
+        """Keep back one entry (written with the next PENDING_ENTRIES). Called directly by
+        the segment's produce path, which already guarantees what `_append_raw` checks: the
+        log assigns offsets and positions in increasing order, and the segment rolls before
+        an index fills (`LogSegment.should_roll`)."""
         with self._pending_lock:
             pending = self._pending
             if not pending:
