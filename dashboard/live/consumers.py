@@ -154,43 +154,38 @@ class SparkLoadConsumer(_ClusterConsumer):
 RECENTLY_ENDED_S = 60
 
 
-@database_sync_to_async
-def _changing_loads(cluster_name: str) -> list[dict]:
-    """Loads of the cluster that may have changed since a list page was rendered: the ones
-    still active, and the ones that ended a moment ago."""
+def _active_or_recently_ended(rows, active_statuses):
+    """The rows (loads, maintenance runs) that may have changed since a page was rendered:
+    those still in `active_statuses`, and those that ended a moment ago."""
     import datetime
 
     from django.db.models import Q
     from django.utils import timezone
 
+    recently = timezone.now() - datetime.timedelta(seconds=RECENTLY_ENDED_S)
+    return rows.filter(Q(status__in=active_statuses) | Q(finished_at__gte=recently)).select_related(
+        "cluster", "requested_by"
+    )
+
+
+@database_sync_to_async
+def _changing_loads(cluster_name: str) -> list[dict]:
     from dashboard.core.models import ACTIVE_LOAD_STATUSES
     from tasks.spark import load_payload
 
-    recently = timezone.now() - datetime.timedelta(seconds=RECENTLY_ENDED_S)
-    loads = SparkLoad.objects.filter(cluster__name=cluster_name).filter(
-        Q(status__in=ACTIVE_LOAD_STATUSES) | Q(finished_at__gte=recently)
-    )
-    return [load_payload(load) for load in loads.select_related("cluster", "requested_by")]
+    loads = SparkLoad.objects.filter(cluster__name=cluster_name)
+    return [load_payload(load) for load in _active_or_recently_ended(loads, ACTIVE_LOAD_STATUSES)]
 
 
 @database_sync_to_async
 def _changing_runs(cluster_name: str) -> list[dict]:
-    """Maintenance runs of the cluster still pending or running, or ended a moment ago."""
-    import datetime
-
-    from django.db.models import Q
-    from django.utils import timezone
-
     from dashboard.core.models import MaintenanceRun, RunStatus
     from tasks.maintenance import run_payload
 
-    recently = timezone.now() - datetime.timedelta(seconds=RECENTLY_ENDED_S)
-    runs = MaintenanceRun.objects.filter(cluster__name=cluster_name).filter(
-        Q(status__in=(RunStatus.PENDING, RunStatus.RUNNING)) | Q(finished_at__gte=recently)
-    )
+    runs = MaintenanceRun.objects.filter(cluster__name=cluster_name)
+    changing = _active_or_recently_ended(runs, (RunStatus.PENDING, RunStatus.RUNNING))
     # Oldest first: the page prepends runs it has not rendered, newest on top.
-    runs = runs.order_by("created_at").select_related("cluster", "requested_by")
-    return [run_payload(run) for run in runs]
+    return [run_payload(run) for run in changing.order_by("created_at")]
 
 
 class SparkLoadsConsumer(_ClusterConsumer):
