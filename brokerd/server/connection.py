@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 current_peer: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
     "current_peer", default=None
 )
+# The name of the listener that connection came in on (inter-broker APIs check it).
+current_listener: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "current_listener", default=None
+)
 
 
 @dataclass(slots=True)
@@ -53,8 +57,15 @@ _END = object()
 
 
 class Connection:
-    def __init__(self, broker: Broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(
+        self,
+        broker: Broker,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        listener_name: str | None = None,
+    ):
         self.broker = broker
+        self.listener_name = listener_name
         self.reader = reader
         self.writer = writer
         self.peer = writer.get_extra_info("peername")
@@ -99,6 +110,7 @@ class Connection:
 
     async def _handle(self, request: Request) -> Any:
         current_peer.set(self.peer)
+        current_listener.set(self.listener_name)
         if request.unsupported_api_versions:
             return framing.unsupported_api_versions_response(request)
         response = await self.broker.dispatcher.dispatch(request)

@@ -41,7 +41,7 @@ class Listener:
         log.info("listening on %s (port %d)", self.endpoint.uri, self.bound_port)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = Connection(self.broker, reader, writer)
+        connection = Connection(self.broker, reader, writer, self.endpoint.listener_name)
         self.connections.add(connection)
         self._tasks.add(asyncio.current_task())
         try:
