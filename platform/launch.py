@@ -1,22 +1,25 @@
-"""Start the local platform on loopback: ZooKeeper, Redis, a broker, the dashboard
-(daphne; the database migrated, the first admin user created, the broker registered) and a
+"""Start the local platform on loopback: ZooKeeper, Redis, brokers, the dashboard
+(daphne; the database migrated, the first admin user created, the brokers registered) and a
 Celery worker and beat, for `make run`.
 
-Everything keeps its state under var/ at the repository root. Ctrl-C or SIGTERM stops all
-of them; if one dies, the others are stopped too. This directory is not a Python package
-(a package named `platform` would shadow the standard library module).
+Everything keeps its state under var/ at the repository root. The processes are supervised
+(brokerd/util/supervisor.py): one that dies is started again with a backoff while the others
+keep running, each exit and restart is logged here, and their states are written to
+var/platform-status.json for the dashboard's overview. Ctrl-C or SIGTERM stops them all, in
+reverse start order. This directory is not a Python package (a package named `platform`
+would shadow the standard library module).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import secrets
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +27,10 @@ VAR = ROOT / "var"
 sys.path.insert(0, str(ROOT))  # run as a script: the project's packages are one level up
 
 from brokerd.tools import zookeeper  # noqa: E402
+from brokerd.util.supervisor import Program, StartFailed, StopRequested, Supervisor  # noqa: E402
+
+CLUSTER = "local"  # the name the dashboard knows the local brokers by
+STATUS_FILE = VAR / "platform-status.json"
 
 
 def port_free(port: int) -> bool:
@@ -35,36 +42,29 @@ def port_free(port: int) -> bool:
     return True
 
 
-def wait_for_port(port: int, process: subprocess.Popen, name: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"launch: {name} exited with {process.returncode}; see var/logs/")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit(f"launch: {name} did not listen on port {port} within {timeout:.0f}s")
+def port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
-def spawn(
-    name: str, command: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None
-) -> subprocess.Popen:
-    logs = VAR / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    log_file = open(logs / f"{name}.log", "ab")  # noqa: SIM115 - lives with the process
-    return subprocess.Popen(
+def program(
+    name: str, command: list[str], port: int | None = None, env: dict[str, str] | None = None
+) -> Program:
+    """A supervised process logging to var/logs/<name>.log, ready once `port` accepts."""
+    return Program(
+        name,
         command,
-        cwd=cwd,
+        log_path=VAR / "logs" / f"{name}.log",
+        cwd=ROOT,
         env=env,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+        ready=None if port is None else lambda: port_open(port),
     )
 
 
-def start_zookeeper(port: int) -> subprocess.Popen:
+def start_zookeeper(supervisor: Supervisor, port: int) -> None:
     home = VAR / "zookeeper"
     (home / "data").mkdir(parents=True, exist_ok=True)
     config = home / "zoo.cfg"
@@ -72,28 +72,13 @@ def start_zookeeper(port: int) -> subprocess.Popen:
         f"tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={home / 'data'}\n"
         f"clientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
     )
-    process = spawn("zookeeper", zookeeper.server_command(config, max_heap="512m"))
-    wait_for_port(port, process, "ZooKeeper")
-    return process
+    supervisor.start(program("zookeeper", zookeeper.server_command(config, "512m"), port))
 
 
-def start_redis(port: int) -> subprocess.Popen:
-    process = spawn(
-        "redis",
-        [
-            "redis-server",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-        ],
-    )
-    wait_for_port(port, process, "Redis")
-    return process
+def start_redis(supervisor: Supervisor, port: int) -> None:
+    command = ["redis-server", "--save", "", "--appendonly", "no"]
+    command += ["--port", str(port), "--bind", "127.0.0.1"]
+    supervisor.start(program("redis", command, port))
 
 
 ADMIN_TOKEN = VAR / "admin.token"
@@ -108,7 +93,9 @@ def admin_token() -> str:
     return ADMIN_TOKEN.read_text().strip()
 
 
-def start_broker(broker_id: int, port: int, zk_port: int, replication: int) -> subprocess.Popen:
+def start_broker(
+    supervisor: Supervisor, broker_id: int, port: int, zk_port: int, replication: int
+) -> None:
     home = VAR / f"broker-{broker_id}"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "server.properties"
@@ -123,16 +110,16 @@ def start_broker(broker_id: int, port: int, zk_port: int, replication: int) -> s
         f"min.insync.replicas={min(2, replication)}\n"
         f"admin.token={admin_token()}\n"
     )
-    process = spawn(
-        f"broker-{broker_id}",
-        [sys.executable, "-m", "brokerd", "serve", "--config", str(config)],
-    )
-    wait_for_port(port, process, f"broker {broker_id}")
-    return process
+    command = [sys.executable, "-m", "brokerd", "serve", "--config", str(config)]
+    supervisor.start(program(f"broker-{broker_id}", command, port))
 
 
 def dashboard_env(redis_port: int) -> dict[str, str]:
-    return {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0"}
+    return {
+        **os.environ,
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "DASHBOARD_PLATFORM_STATUS_FILE": str(STATUS_FILE),
+    }
 
 
 def prepare_dashboard(env: dict[str, str], broker_ports: list[int], zk_port: int) -> None:
@@ -143,7 +130,7 @@ def prepare_dashboard(env: dict[str, str], broker_ports: list[int], zk_port: int
         ["bootstrap_admin"],
         [
             "register_cluster",
-            "local",
+            CLUSTER,
             "--bootstrap-servers=" + ",".join(f"127.0.0.1:{p}" for p in broker_ports),
             f"--zookeeper-connect=127.0.0.1:{zk_port}/brokerd",
             f"--admin-token-ref=file:{token}",
@@ -158,11 +145,9 @@ def prepare_dashboard(env: dict[str, str], broker_ports: list[int], zk_port: int
             print(f"dashboard: {result.stdout.strip()}", flush=True)
 
 
-def start_dashboard(port: int, env: dict[str, str]) -> subprocess.Popen:
+def start_dashboard(supervisor: Supervisor, port: int, env: dict[str, str]) -> None:
     command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-    process = spawn("daphne", [*command, "dashboard.asgi:application"], env=env)
-    wait_for_port(port, process, "daphne")
-    return process
+    supervisor.start(program("daphne", [*command, "dashboard.asgi:application"], port, env))
 
 
 def celery_command(role: str) -> list[str]:
@@ -176,21 +161,9 @@ def celery_command(role: str) -> list[str]:
     return command
 
 
-def start_celery(env: dict[str, str]) -> list[tuple[str, subprocess.Popen]]:
-    return [(f"celery-{role}", spawn(f"celery-{role}", celery_command(role), env=env))
-            for role in ("worker", "beat")]  # fmt: skip
-
-
-def stop_all(processes: list[tuple[str, subprocess.Popen]]) -> None:
-    """Brokers first (they close their ZooKeeper sessions), then the services."""
-    for _name, process in reversed(processes):
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(5)
+def start_celery(supervisor: Supervisor, env: dict[str, str]) -> None:
+    for role in ("worker", "beat"):
+        supervisor.start(program(f"celery-{role}", celery_command(role), env=env))
 
 
 def main() -> int:
@@ -212,27 +185,24 @@ def main() -> int:
             print(f"launch: port {port} for {name} is in use", file=sys.stderr)
             return 1
 
-    stopping = False
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s launch: %(message)s", stream=sys.stderr
+    )
+    supervisor = Supervisor(STATUS_FILE, {"cluster": CLUSTER})
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: supervisor.request_stop())
+    signal.signal(signal.SIGINT, lambda _signum, _frame: supervisor.request_stop())
 
-    def request_stop(_signum, _frame):
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-
-    processes: list[tuple[str, subprocess.Popen]] = []
+    status = 0
     try:
-        processes.append(("zookeeper", start_zookeeper(args.zookeeper_port)))
-        processes.append(("redis", start_redis(args.redis_port)))
+        start_zookeeper(supervisor, args.zookeeper_port)
+        start_redis(supervisor, args.redis_port)
         replication = min(3, len(broker_ports))
         for broker_id, port in enumerate(broker_ports, start=1):
-            process = start_broker(broker_id, port, args.zookeeper_port, replication)
-            processes.append((f"broker-{broker_id}", process))
+            start_broker(supervisor, broker_id, port, args.zookeeper_port, replication)
         env = dashboard_env(args.redis_port)
         prepare_dashboard(env, broker_ports, args.zookeeper_port)
-        processes.append(("daphne", start_dashboard(args.web_port, env)))
-        processes.extend(start_celery(env))
+        start_dashboard(supervisor, args.web_port, env)
+        start_celery(supervisor, env)
         print(
             "platform running on loopback (logs in var/logs/):\n"
             f"  ZooKeeper  127.0.0.1:{args.zookeeper_port} (chroot /brokerd)\n"
@@ -243,19 +213,19 @@ def main() -> int:
             + f"  bootstrap.servers={','.join(f'127.0.0.1:{p}' for p in broker_ports)}\n"
             f"  dashboard  http://127.0.0.1:{args.web_port}/  (API docs at /api/docs/)\n"
             "  celery     worker and beat (maintenance schedules, lag history)\n"
-            "Ctrl-C stops everything.",
+            "A process that dies is started again; Ctrl-C stops everything.",
             flush=True,
         )
-        while not stopping:
-            for name, process in processes:
-                if process.poll() is not None:
-                    print(f"launch: {name} exited with {process.returncode}", file=sys.stderr)
-                    stopping = True
-            time.sleep(0.5)
+        supervisor.run()
+    except StartFailed as exc:
+        print(f"launch: {exc}; see var/logs/", file=sys.stderr)
+        status = 1
+    except StopRequested:
+        pass
     finally:
-        stop_all(processes)
+        supervisor.stop()
         print("platform stopped", flush=True)
-    return 0
+    return status
 
 
 if __name__ == "__main__":
