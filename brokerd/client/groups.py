@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.consumer_protocol_assignment.v0.data import ConsumerProtocolAssignment
 from kio.serial import entity_reader
 
+from brokerd.protocol import bounds
+
 from .errors import ErrorCode, KafkaResponseError, check, error_code
 from .requests import Nested
 from .results import (
@@ -42,6 +44,8 @@ def decode_assignment(data: bytes | None) -> tuple[tuple[str, int], ...]:
     if not data or len(data) < 2:
         return ()
     try:
+        # A member wrote these bytes: lengths are checked before kio's native reader runs.
+        bounds.check(ConsumerProtocolAssignment, data, 2)
         assignment, _ = _read_assignment(data, 2)  # after the int16 version
     except Exception:
         return ()  # not the consumer protocol after all

@@ -20,7 +20,7 @@ from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.serial import entity_reader, entity_writer
 
-from . import interbroker
+from . import bounds, interbroker
 from .errors import ErrorCode
 from .nullability import check_non_nullable
 from .versions import API_VERSIONS_KEY, SUPPORTED, api_name, is_supported
@@ -99,6 +99,10 @@ def decode_request(frame: bytes) -> Request:
         api_key, api_version
     )
     try:
+        # Every length is checked against the frame first: kio's native reader would
+        # reserve what a count claims before reading, and a failed reservation aborts.
+        header_size = bounds.check(request_type.__header_schema__, frame, 0)
+        bounds.check(request_type, frame, header_size)
         header, header_size = entity_reader(request_type.__header_schema__)(frame, 0)
         body, body_size = entity_reader(request_type)(frame, header_size)
         check_non_nullable(body)
@@ -174,6 +178,8 @@ def decode_response(frame: bytes, api_key: int, api_version: int) -> Any:
         api_key, api_version
     )
     try:
+        used = bounds.check(response_type.__header_schema__, frame, 0)
+        bounds.check(response_type, frame, used)  # a broker's bytes are hostile too
         _header, used = entity_reader(response_type.__header_schema__)(frame, 0)
         body, _ = entity_reader(response_type)(frame, used)
     except Exception as exc:  # kio raises several types for malformed input

@@ -1,0 +1,273 @@
+"""Check every length in a message against the bytes left, before kio's native reader runs.
+
+kio's native reader reserves an array's claimed element count before it reads the elements,
+so a 16-byte frame claiming 2^32 elements makes it ask for 32 GiB, and the allocation
+failure aborts the whole process (Rust's handle_alloc_error cannot be caught). This module
+walks a message by its kio schema without building anything: each array count, string,
+bytes and tagged-field length is checked against what is left of the frame, so that the
+native reader only ever sees counts the frame can actually hold.
+
+The walk is compiled once per schema into a closure, fixed-size runs of fields folded into
+one skip, and arrays of fixed-size elements checked with one multiplication.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+import types
+import typing
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+# kio's kafka_type names with a fixed encoded width.
+FIXED_WIDTH = {
+    "bool": 1,
+    "int8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "error_code": 2,
+    "int32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "float64": 8,
+    "uuid": 16,
+}
+_VARIABLE = {"string", "bytes", "records"}
+
+# pos -> new pos, or raise BoundsError; `end` is where the enclosing frame (or tag) stops.
+Skip = Callable[[bytes, int, int], int]
+
+
+class BoundsError(ValueError):
+    """A length in the message claims more than the frame holds, or is malformed."""
+
+
+def check(entity_type: type, frame: bytes | memoryview, offset: int = 0) -> int:
+    """Walk `entity_type` from `offset`; the offset after it, or BoundsError."""
+    return _compiled(entity_type)(frame, offset, len(frame))
+
+
+def _read_uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    value = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise BoundsError("varint runs past the end of the frame")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise BoundsError("varint longer than 5 bytes")
+
+
+def _need(pos: int, size: int, end: int) -> None:
+    if pos + size > end:
+        raise BoundsError(f"{size} bytes claimed with {end - pos} left")
+
+
+# Lengths ---------------------------------------------------------------------------------
+def _compact_length(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(length or -1 for null, pos after the prefix): uvarint length + 1."""
+    value, pos = _read_uvarint(buf, pos, end)
+    return value - 1, pos
+
+
+def _legacy_length16(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    _need(pos, 2, end)
+    (value,) = _INT16.unpack_from(buf, pos)
+    if value < -1:
+        raise BoundsError(f"negative length {value}")
+    return value, pos + 2
+
+
+def _legacy_length32(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    _need(pos, 4, end)
+    (value,) = _INT32.unpack_from(buf, pos)
+    if value < -1:
+        raise BoundsError(f"negative length {value}")
+    return value, pos + 4
+
+
+def _sized(length_of) -> Skip:
+    """A string or bytes field: a length prefix, then that many bytes."""
+
+    def skip(buf: bytes, pos: int, end: int) -> int:
+        length, pos = length_of(buf, pos, end)
+        if length > 0:
+            _need(pos, length, end)
+            pos += length
+        return pos
+
+    return skip
+
+
+_COMPACT = _sized(_compact_length)
+_LEGACY_STRING = _sized(_legacy_length16)
+_LEGACY_BYTES = _sized(_legacy_length32)
+
+
+def _variable_skip(kafka_type: str, flexible: bool) -> Skip:
+    if flexible:
+        return _COMPACT
+    return _LEGACY_STRING if kafka_type == "string" else _LEGACY_BYTES
+
+
+# Arrays ----------------------------------------------------------------------------------
+def _array(flexible: bool, element: Skip | int, min_element: int) -> Skip:
+    """An array: its count checked against the bytes left before any element is walked."""
+    count_of = _compact_length if flexible else _legacy_length32
+    floor = max(min_element, 1)  # a zero-width element still may not claim more than left
+
+    if isinstance(element, int):  # fixed-width elements: one check, no loop
+
+        def skip_fixed(buf: bytes, pos: int, end: int) -> int:
+            count, pos = count_of(buf, pos, end)
+            if count > 0:
+                size = count * element
+                if count * floor > end - pos or size > end - pos:
+                    raise BoundsError(f"array of {count} claims more than {end - pos} bytes")
+                pos += size
+            return pos
+
+        return skip_fixed
+
+    def skip(buf: bytes, pos: int, end: int) -> int:
+        count, pos = count_of(buf, pos, end)
+        if count > 0:
+            if count * floor > end - pos:
+                raise BoundsError(f"array of {count} claims more than {end - pos} bytes")
+            for _ in range(count):
+                pos = element(buf, pos, end)
+        return pos
+
+    return skip
+
+
+# Tagged fields ---------------------------------------------------------------------------
+def _tagged_section(known: dict[int, Skip]) -> Skip:
+    def skip(buf: bytes, pos: int, end: int) -> int:
+        count, pos = _read_uvarint(buf, pos, end)
+        if count > end - pos:  # each tag takes at least two bytes
+            raise BoundsError(f"{count} tagged fields claimed with {end - pos} bytes left")
+        for _ in range(count):
+            tag, pos = _read_uvarint(buf, pos, end)
+            size, pos = _read_uvarint(buf, pos, end)
+            _need(pos, size, end)
+            stop = pos + size
+            field_skip = known.get(tag)
+            if field_skip is not None and field_skip(buf, pos, stop) > stop:
+                raise BoundsError(f"tagged field {tag} runs past its size")
+            pos = stop
+        return pos
+
+    return skip
+
+
+# Compilation -----------------------------------------------------------------------------
+def _unwrap(annotation: Any) -> tuple[Any, bool]:
+    """(inner type, is_array) of a kio field annotation, with `| None` removed."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = args[0]
+    if typing.get_origin(annotation) is tuple:
+        return typing.get_args(annotation)[0], True
+    return annotation, False
+
+
+def _field_skip(field: dataclasses.Field, flexible: bool, legacy_string: bool) -> tuple:
+    """(skip or fixed width, minimum width) of one field."""
+    inner, is_array = _unwrap(field.type)
+    kafka_type = field.metadata.get("kafka_type")
+    if dataclasses.is_dataclass(inner):
+        element: Skip | int = _compiled(inner)
+        min_element = _min_width(inner)
+    elif kafka_type in FIXED_WIDTH:
+        element = FIXED_WIDTH[kafka_type]
+        min_element = element
+    elif kafka_type in _VARIABLE:
+        element = _LEGACY_STRING if legacy_string else _variable_skip(kafka_type, flexible)
+        min_element = 1 if flexible else (2 if kafka_type == "string" else 4)
+    else:
+        raise TypeError(f"{field.name}: unknown kafka_type {kafka_type!r}")
+    if is_array:
+        return _array(flexible, element, min_element), 1 if flexible else 4
+    return element, min_element
+
+
+@cache
+def _min_width(entity_type: type) -> int:
+    """The fewest bytes an entity can take: the bound for a count of them."""
+    flexible = entity_type.__flexible__
+    total = 1 if flexible else 0  # the tagged-field count
+    for field in _body_fields(entity_type):
+        total += _field_skip(field, flexible, False)[1]
+    return total
+
+
+def _body_fields(entity_type: type) -> list[dataclasses.Field]:
+    # kio's schemas hold real types (no postponed annotations): its reader needs them too.
+    return [f for f in dataclasses.fields(entity_type) if "tag" not in f.metadata]
+
+
+def _tag_fields(entity_type: type) -> dict[int, dataclasses.Field]:
+    return {f.metadata["tag"]: f for f in dataclasses.fields(entity_type) if "tag" in f.metadata}
+
+
+@cache
+def _compiled(entity_type: type) -> Skip:
+    flexible = entity_type.__flexible__
+    # Kafka's request header v2 keeps client_id a legacy (int16-length) string.
+    is_request_header = entity_type.__name__ == "RequestHeader"
+    steps: list[Skip | int] = []
+    for field in _body_fields(entity_type):
+        legacy = is_request_header and field.name == "client_id"
+        step = _field_skip(field, flexible, legacy)[0]
+        if isinstance(step, int) and steps and isinstance(steps[-1], int):
+            steps[-1] += step  # fold runs of fixed-width fields into one skip
+        else:
+            steps.append(step)
+    tagged = None
+    if flexible:
+        known = {tag: _single_value_skip(field) for tag, field in _tag_fields(entity_type).items()}
+        tagged = _tagged_section(known)
+    plan = tuple(steps)
+
+    def skip(buf: bytes, pos: int, end: int) -> int:
+        for step in plan:
+            if step.__class__ is int:
+                pos += step
+                if pos > end:
+                    raise BoundsError("fixed-width fields run past the end of the frame")
+            else:
+                pos = step(buf, pos, end)
+        if tagged is not None:
+            if pos < end and buf[pos] == 0:  # no tagged fields: the usual case, kept cheap
+                return pos + 1
+            pos = tagged(buf, pos, end)
+        return pos
+
+    return skip
+
+
+def _single_value_skip(field: dataclasses.Field) -> Skip:
+    """A tagged field's value: always in the flexible encoding."""
+    step = _field_skip(field, True, False)[0]
+    if isinstance(step, int):
+        width = step
+
+        def skip_fixed(buf: bytes, pos: int, end: int) -> int:
+            _need(pos, width, end)
+            return pos + width
+
+        return skip_fixed
+    return step
