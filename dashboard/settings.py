@@ -6,6 +6,8 @@ DJANGO_ALLOWED_HOSTS comma-separated (default 127.0.0.1,localhost,[::1])
 DATABASE_URL        e.g. postgres://u:p@host/db (default SQLite at var/dashboard.sqlite3)
 REDIS_URL           the channel layer and Celery's broker (default redis://127.0.0.1:6379/0)
 DASHBOARD_VAR_DIR   where local state lives (default var/ at the repository root)
+DASHBOARD_PLATFORM_STATUS_FILE  `make run`'s process status, shown on the overview
+                    (default platform-status.json in DASHBOARD_VAR_DIR)
 """
 
 from __future__ import annotations
@@ -181,6 +183,11 @@ SPECTACULAR_SETTINGS = {
 
 # Kafka access from the web process: timeouts keep a dead broker from hanging a page.
 KAFKA_REQUEST_TIMEOUT_S = float(os.environ.get("DASHBOARD_KAFKA_TIMEOUT_S", "10"))
+# Written by `make run`'s supervisor (platform/launch.py): the local platform's processes,
+# shown on the overview of the cluster the file names (dashboard/live/platform_status.py).
+PLATFORM_STATUS_FILE = Path(
+    os.environ.get("DASHBOARD_PLATFORM_STATUS_FILE", VAR_DIR / "platform-status.json")
+)
 # The collector polls each watched cluster about this often.
 COLLECTOR_INTERVAL_S = float(os.environ.get("DASHBOARD_COLLECTOR_INTERVAL_S", "1.0"))
 

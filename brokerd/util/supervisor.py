@@ -98,7 +98,12 @@ def describe_exit(returncode: int) -> str:
 
 
 def _now_iso() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    return _iso_in(0.0)
+
+
+def _iso_in(seconds: float) -> str:
+    moment = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds)
+    return moment.isoformat(timespec="seconds")
 
 
 class Supervisor:
@@ -295,6 +300,10 @@ class Supervisor:
 
     # Status ------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
+        """`status_extra` plus version, supervisor_pid, updated_at and, per child in start
+        order: name, pid (None while backing off), state, restarts, started_at, last_exit
+        ('signal SIGKILL (9)'), last_exit_code (Popen's), last_exit_at and, while backing
+        off, restart_at. Times are ISO 8601 UTC."""
         now = time.monotonic()
         processes = []
         for child in self.children:
@@ -308,8 +317,8 @@ class Supervisor:
                 "last_exit_code": child.last_exit_code,
                 "last_exit_at": child.last_exit_wall,
             }
-            if child.state == BACKING_OFF:
-                entry["restart_in_s"] = round(max(0.0, child.restart_at - now), 1)
+            if child.state == BACKING_OFF:  # wall-clock: the file is not rewritten per second
+                entry["restart_at"] = _iso_in(max(0.0, child.restart_at - now))
             processes.append(entry)
         return {
             **self.status_extra,

@@ -30,6 +30,8 @@ from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import KafkaOps, kafka_client
 from dashboard.core.models import Cluster
 
+from . import platform_status
+
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0
@@ -144,6 +146,7 @@ class ClusterCollector:
         except KafkaClientError as exc:
             overview = {**(self.latest_overview or {}), "error": f"cluster unreachable: {exc}"}
         overview["cluster_id"] = self.cluster_name
+        overview["platform"] = platform_status.read(self.cluster_name)  # a small local file
         self.latest_overview = overview
         await layer.group_send(
             overview_group(self.cluster_name),

@@ -21,6 +21,7 @@ from dashboard.core.models import Cluster, HistorySample
 from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
 
 from ..api.resources import TOPIC_NAME
+from . import platform_status
 
 PAGE_SIZE = 50
 HISTORY_WINDOW = datetime.timedelta(hours=6)
@@ -59,6 +60,7 @@ def overview(request, cluster_id: str | None = None):
             "cluster": cluster,
             "clusters": Cluster.objects.all(),
             "snapshot": snapshot,
+            "platform": platform_status.read(cluster.name) if cluster is not None else None,
             "error": error,
         },
     )

@@ -38,6 +38,7 @@
         return row;
       }));
     }
+    renderPlatform(data.platform);
     const problems = document.querySelector("#problems tbody");
     if (problems && data.problem_partitions) {
       const cluster = data.cluster_id;
@@ -65,6 +66,26 @@
         return item;
       }));
     }
+  }
+
+  // The local platform's processes from `make run`'s supervisor; hidden when there is none.
+  function renderPlatform(platform) {
+    const section = document.getElementById("platform");
+    if (!section || platform === undefined) return;
+    section.hidden = !platform;
+    if (!platform) return;
+    setText("platform-updated", platform.updated_at);
+    document.querySelector("#processes tbody").replaceChildren(...platform.processes.map((p) => {
+      const row = el("tr");
+      row.dataset.process = p.name;
+      const state = p.restart_at ? `${p.state} (restart at ${p.restart_at})` : p.state;
+      const lastExit = p.last_exit ? `${p.last_exit} at ${p.last_exit_at}` : "–";
+      row.append(el("td", p.name), el("td", text(p.pid), "pid"),
+        el("td", state, p.state === "running" ? "state up" : "state down"),
+        el("td", p.restarts, "restarts"), el("td", lastExit, "last-exit"),
+        el("td", text(p.started_at)));
+      return row;
+    }));
   }
 
   function reassignmentText(r) {
