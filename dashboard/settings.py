@@ -8,6 +8,8 @@ REDIS_URL           the channel layer and Celery's broker (default redis://127.0
 DASHBOARD_VAR_DIR   where local state lives (default var/ at the repository root)
 DASHBOARD_PLATFORM_STATUS_FILE  `make run`'s process status, shown on the overview
                     (default platform-status.json in DASHBOARD_VAR_DIR)
+DASHBOARD_SECRETS_DIRS  directories (os.pathsep-separated) that `file:` secret references
+                    may name files in (default secrets/ in DASHBOARD_VAR_DIR)
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ import dj_database_url
 ROOT = Path(__file__).resolve().parents[1]
 BASE_DIR = ROOT
 VAR_DIR = Path(os.environ.get("DASHBOARD_VAR_DIR", ROOT / "var"))
+# A cluster's `file:` secret reference must name a file in one of these: the secret key, the
+# database and any other readable file stay out of reach of whoever registers a cluster.
+SECRETS_DIRS = [
+    Path(p) for p in os.environ.get("DASHBOARD_SECRETS_DIRS", "").split(os.pathsep) if p
+] or [VAR_DIR / "secrets"]
 
 
 def _flag(name: str, default: bool = False) -> bool:

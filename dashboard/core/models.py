@@ -19,9 +19,34 @@ cluster_name_validator = RegexValidator(
 )
 
 
+# `env:` references may only name variables of this prefix: DJANGO_SECRET_KEY, DATABASE_URL
+# and the rest of the platform's environment are no cluster's secret to send.
+SECRET_ENV_PREFIX = "BROKERD_"
+
+
+def secret_ref_problem(value: str) -> str | None:
+    """Why `value` may not be used as a secret reference, or None when it may."""
+    if value.startswith("env:"):
+        name = value[4:]
+        if not name.startswith(SECRET_ENV_PREFIX) or not name.replace("_", "").isalnum():
+            return f"an env: reference names a variable starting with {SECRET_ENV_PREFIX}"
+        return None
+    if value.startswith("file:"):
+        path = Path(value[5:])
+        if not path.is_absolute():
+            return "a file: reference is an absolute path"
+        resolved = path.resolve()  # symlinks and '..' cannot lead out of the directory
+        dirs = [Path(d).resolve() for d in settings.SECRETS_DIRS]
+        if not any(resolved.is_relative_to(d) and resolved != d for d in dirs):
+            shown = ", ".join(str(d) for d in dirs)
+            return f"a file: reference names a file in the secrets directory ({shown})"
+        return None
+    return "a secret reference is env:BROKERD_NAME or file:/path in the secrets directory"
+
+
 def validate_token_ref(value: str) -> None:
-    if value and not (value.startswith("env:") or value.startswith("file:")):
-        raise ValidationError("a token reference is env:VARIABLE or file:/path")
+    if value and (problem := secret_ref_problem(value)):
+        raise ValidationError(problem)
 
 
 class Cluster(models.Model):
@@ -38,7 +63,8 @@ class Cluster(models.Model):
         "ZooKeeper registrations (admin_endpoint in /brokers/ids/<id>)",
     )
     zookeeper_connect = models.CharField(max_length=1000, blank=True)
-    # A reference, not the token: env:NAME or file:/path, resolved server-side only.
+    # A reference, not the token: env:BROKERD_NAME or file:/path in the secrets directory,
+    # resolved server-side only.
     admin_token_ref = models.CharField(max_length=1000, blank=True, validators=[validate_token_ref])
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -55,6 +81,8 @@ class Cluster(models.Model):
     def admin_token(self) -> str | None:
         """The admin API token; never serialised, never sent to a browser."""
         ref = self.admin_token_ref
+        if not ref or secret_ref_problem(ref):  # checked again: rows may predate the rule
+            return None
         if ref.startswith("env:"):
             return os.environ.get(ref[4:]) or None
         if ref.startswith("file:"):

@@ -48,6 +48,18 @@ def redis_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def secrets_in_test_dirs(tmp_path_factory):
+    """The brokers' admin tokens live in the tests' temporary directories: those are the
+    secrets directories here, for this process and the daphne/Celery ones it starts."""
+    from django.conf import settings
+
+    base = str(tmp_path_factory.getbasetemp())
+    os.environ["DASHBOARD_SECRETS_DIRS"] = base
+    settings.SECRETS_DIRS = [Path(base)]
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def close_dashboard_zookeeper_sessions(zookeeper):
     """The dashboard keeps its ZooKeeper session open; close it before ZooKeeper stops."""
     yield

@@ -20,7 +20,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--admin-endpoints", default="{}", help='JSON: {"1": "http://127.0.0.1:9644"}'
         )
-        parser.add_argument("--admin-token-ref", default="", help="env:NAME or file:/path")
+        parser.add_argument(
+            "--admin-token-ref",
+            default="",
+            help="env:BROKERD_NAME, or file:/path in the secrets directory (DASHBOARD_SECRETS_DIRS)",
+        )
 
     def handle(
         self,
