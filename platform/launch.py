@@ -81,13 +81,14 @@ def start_redis(supervisor: Supervisor, port: int) -> None:
     supervisor.start(program("redis", command, port))
 
 
-ADMIN_TOKEN = VAR / "admin.token"
+# In the dashboard's secrets directory: the only place its `file:` references may name.
+ADMIN_TOKEN = VAR / "secrets" / "admin.token"
 
 
 def admin_token() -> str:
     """One admin API token for every local broker: the dashboard stores one per cluster."""
     if not ADMIN_TOKEN.exists():
-        VAR.mkdir(parents=True, exist_ok=True)
+        ADMIN_TOKEN.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         ADMIN_TOKEN.write_text(secrets.token_urlsafe(32))
         ADMIN_TOKEN.chmod(0o600)
     return ADMIN_TOKEN.read_text().strip()
