@@ -210,14 +210,16 @@ def test_a_crash_loop_backs_off_doubling_to_the_cap_and_a_stable_run_resets_it(t
         assert status["steady"]["pid"] == steady_pid and status["steady"]["restarts"] == 0
 
         crash.unlink()
+        unlinked = time.monotonic()
+        child = supervisor.children[1]
+        # A child started before the unlink may still have seen the file: wait for a later one.
         wait_until(
-            lambda: (
-                (supervisor.poll(), read_status(supervisor.status_path))[1]["crashy"]["state"]
-                == "running"
-            ),
+            lambda: (supervisor.poll(), child.state == "running" and child.started_at > unlinked)[
+                1
+            ],
             30,
         )
-        running = read_status(supervisor.status_path)["crashy"]["pid"]
+        running = child.pid
         time.sleep(1.2)  # past stable_after_s: the next crash starts the backoff afresh
         supervisor.poll()
         assert alive(running)
