@@ -120,6 +120,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
+# Failed sign-ins: free ones per user name and address, then a delay doubling per failure.
+AUTHENTICATION_BACKENDS = ["dashboard.core.login_throttle.ThrottledModelBackend"]
+LOGIN_THROTTLE_FREE_FAILURES = 5
+LOGIN_THROTTLE_BASE_DELAY_S = 1.0
+LOGIN_THROTTLE_MAX_DELAY_S = 900.0
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from dashboard.core.login_throttle import ThrottledAuthenticationForm
 from dashboard.live import maintenance, spark
 from dashboard.live import views as live
 
@@ -49,7 +50,11 @@ urlpatterns = [
         spark.cancel,
         name="spark-load-cancel",
     ),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v3/", include(("dashboard.api.urls", "api"))),
