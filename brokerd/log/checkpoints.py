@@ -19,9 +19,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TypeVar
-
-from .leader_epochs import EpochEntry
+from typing import NamedTuple, TypeVar
 
 CHECKPOINT_VERSION = 0
 
@@ -118,6 +116,13 @@ def _parse_topic_partition_offset(fields: list[str]) -> tuple[tuple[str, int], i
         raise ValueError("expected 'topic partition offset'")
     topic, partition, offset = fields
     return (topic, int(partition)), int(offset)
+
+
+class EpochEntry(NamedTuple):
+    """One line of a leader-epoch-checkpoint: the first offset written in `epoch`."""
+
+    epoch: int
+    start_offset: int
 
 
 def _parse_epoch_entry(fields: list[str]) -> EpochEntry:

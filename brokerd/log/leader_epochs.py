@@ -13,18 +13,11 @@ asynchronously; a stale file is repaired by the truncations recovery repeats on 
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, NamedTuple
 
-if TYPE_CHECKING:
-    from .checkpoints import LeaderEpochCheckpointFile
+from .checkpoints import EpochEntry, LeaderEpochCheckpointFile
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
-
-
-class EpochEntry(NamedTuple):
-    epoch: int
-    start_offset: int
 
 
 class LeaderEpochFileCache:

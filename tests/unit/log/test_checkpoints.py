@@ -4,12 +4,12 @@ import pytest
 
 from brokerd.log.checkpoints import (
     CorruptCheckpointError,
+    EpochEntry,
     LeaderEpochCheckpointFile,
     OffsetCheckpointFile,
     read_properties,
     write_properties,
 )
-from brokerd.log.leader_epochs import EpochEntry
 
 
 def test_offset_checkpoint_writes_kafka_text(tmp_path):

@@ -6,9 +6,8 @@ import struct
 
 import pytest
 
-from brokerd.log.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile
+from brokerd.log.checkpoints import EpochEntry, LeaderEpochCheckpointFile, OffsetCheckpointFile
 from brokerd.log.index import OffsetIndex, TimeIndex
-from brokerd.log.leader_epochs import EpochEntry
 from brokerd.log.producer_state import BatchMetadata, ProducerStateEntry, write_snapshot
 from brokerd.records import compression, control
 from brokerd.records.batch import RecordBatch, SimpleRecord, build_batch
