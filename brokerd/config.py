@@ -468,7 +468,26 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             read_only=True,
         ),
         _broker(
-            "inter.broker.listener.name", "string", None, "listener between brokers", read_only=True
+            "inter.broker.listener.name",
+            "string",
+            None,
+            "listener between brokers (default: the one named by security.inter.broker.protocol)",
+            read_only=True,
+        ),
+        _broker(
+            "security.inter.broker.protocol",
+            "string",
+            "PLAINTEXT",
+            "security protocol between brokers; only one of it and inter.broker.listener.name",
+            choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+            read_only=True,
+        ),
+        _broker(
+            "control.plane.listener.name",
+            "string",
+            None,
+            "listener for controller requests (default: the inter-broker listener)",
+            read_only=True,
         ),
         _broker("log.dir", "string", "/tmp/kafka-logs", "log directory", read_only=True),
         _broker("log.dirs", "list", None, "log directories (default: log.dir)", read_only=True),
@@ -919,6 +938,18 @@ class BrokerConfig:
         return [parse_endpoint(u, self.protocol_map, "advertised.listeners") for u in uris]
 
     @property
+    def inter_broker_listener_name(self) -> str:
+        """inter.broker.listener.name, else the listener named after
+        security.inter.broker.protocol, as Kafka resolves it."""
+        name = self.get("inter.broker.listener.name")
+        return (name or self.get("security.inter.broker.protocol")).strip().upper()
+
+    @property
+    def control_plane_listener_name(self) -> str | None:
+        name = self.get("control.plane.listener.name")
+        return name.strip().upper() if name else None
+
+    @property
     def zookeeper_hosts(self) -> str:
         """zookeeper.connect without its chroot."""
         connect = self.get("zookeeper.connect")
@@ -972,6 +1003,39 @@ class BrokerConfig:
         self.dynamic = {k: v for k, v in values.items() if v is not None}
 
     # Validation --------------------------------------------------------------------------
+    def _validate_inter_broker_listeners(self, advertised: set[str]) -> None:
+        """Kafka's rules: one of the two inter-broker keys; both listeners advertised (peers
+        find them in the registration) and distinct."""
+        if "inter.broker.listener.name" in self.static:
+            if "security.inter.broker.protocol" in self.static:
+                raise ConfigError(
+                    "inter.broker.listener.name: only one of inter.broker.listener.name and "
+                    "security.inter.broker.protocol should be set"
+                )
+        elif self.get("security.inter.broker.protocol") != "PLAINTEXT":
+            protocol = self.get("security.inter.broker.protocol")
+            raise ConfigError(
+                f"security.inter.broker.protocol: security protocol {protocol} is not supported yet"
+            )
+        inter = self.inter_broker_listener_name
+        if inter not in advertised:
+            raise ConfigError(
+                f"inter.broker.listener.name: {inter} must be a listener name defined in "
+                f"advertised.listeners (valid: {','.join(sorted(advertised))})"
+            )
+        control = self.control_plane_listener_name
+        if control is not None:
+            if control not in advertised:
+                raise ConfigError(
+                    f"control.plane.listener.name: {control} must be a listener name defined "
+                    f"in advertised.listeners (valid: {','.join(sorted(advertised))})"
+                )
+            if control == inter:
+                raise ConfigError(
+                    "control.plane.listener.name: must differ from the inter-broker listener "
+                    f"name (both are {control})"
+                )
+
     def _validate(self) -> None:
         if self.broker_id < 0:
             raise ConfigError("broker.id: must be set to a non-negative id")
@@ -988,9 +1052,7 @@ class BrokerConfig:
         advertised = {endpoint.listener_name for endpoint in self.advertised_listeners}
         if not advertised <= set(names):
             raise ConfigError("advertised.listeners: names a listener that is not in listeners")
-        inter = self.get("inter.broker.listener.name")
-        if inter is not None and inter.upper() not in names:
-            raise ConfigError(f"inter.broker.listener.name: {inter} is not in listeners")
+        self._validate_inter_broker_listeners(advertised)
         if self.get("message.max.bytes") > self.get("socket.request.max.bytes"):
             raise ConfigError("message.max.bytes: exceeds socket.request.max.bytes")
         self.log_config()  # the topic defaults must resolve

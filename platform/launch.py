@@ -102,7 +102,12 @@ def start_broker(
     config = home / "server.properties"
     config.write_text(
         f"broker.id={broker_id}\n"
-        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        # Clients on PLAINTEXT; brokers reach each other on INTERNAL (a loopback port the
+        # OS picks, published in the registration), the only listener that takes
+        # inter-broker requests (LeaderAndIsr, StopReplica, follower fetches, ...).
+        f"listeners=PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:0\n"
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT\n"
+        "inter.broker.listener.name=INTERNAL\n"
         f"log.dirs={home / 'logs'}\n"
         f"zookeeper.connect=127.0.0.1:{zk_port}/brokerd\n"
         "num.partitions=3\n"

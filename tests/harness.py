@@ -113,16 +113,23 @@ class ZooKeeper:
 
 
 class BrokerProcess:
-    """`python -m brokerd serve` with its own log dir, on a free port."""
+    """`python -m brokerd serve` with its own log dir. Clients use the PLAINTEXT listener on
+    `port`; brokers talk to each other on the INTERNAL one on `internal_port`, as the
+    launcher sets them up (inter-broker requests are refused anywhere else)."""
 
     def __init__(self, base_dir: Path, zk_connect: str, broker_id: int = 1, **props: str):
         self.dir = Path(base_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
+        self.internal_port = free_port()
         self.broker_id = broker_id
         self.props = {
             "broker.id": str(broker_id),
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:{self.port},INTERNAL://127.0.0.1:{self.internal_port}"
+            ),
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
             "log.dirs": str(self.dir / "logs"),
             "zookeeper.connect": zk_connect,
             "zookeeper.session.timeout.ms": "6000",
@@ -133,6 +140,10 @@ class BrokerProcess:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def internal_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.internal_port}"
 
     @property
     def output(self) -> str:

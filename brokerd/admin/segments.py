@@ -14,7 +14,7 @@ import os
 import struct
 from typing import TYPE_CHECKING, Any
 
-from brokerd.log.retention import deletable_segments
+from brokerd.log import retention
 
 from .state import file_times_ms
 
@@ -144,11 +144,12 @@ def index_entries(segment: LogSegment, limit: int) -> dict[str, Any]:
 # Retention forecast ---------------------------------------------------------------------
 def retention_forecast(log: Log, segments: list[LogSegment], now_ms: int) -> list[dict]:
     config = log.config
-    time_applies = config.delete and config.retention_ms >= 0
-    size_applies = config.delete and config.retention_bytes >= 0
-    by_time = _prefix(log, lambda s, _n: now_ms - s.largest_timestamp > config.retention_ms)
-    by_start = _prefix(log, lambda _s, n: n is not None and n.base_offset <= log.log_start_offset)
-    by_size = _prefix(log, _size_predicate(log, segments))
+    rules = retention.applicable_rules(log, now_ms)
+    time_applies = retention.BY_TIME in rules
+    size_applies = retention.BY_SIZE in rules
+    by_time = _prefix(log, rules.get(retention.BY_TIME))
+    by_start = _prefix(log, rules[retention.BY_LOG_START])
+    by_size = _prefix(log, rules.get(retention.BY_SIZE))
     excess = sum(s.size for s in segments) - config.retention_bytes
     out = []
     time_due = 0
@@ -196,21 +197,11 @@ def retention_forecast(log: Log, segments: list[LogSegment], now_ms: int) -> lis
     return out
 
 
-def _prefix(log: Log, predicate) -> set[int]:
-    return {id(s) for s in deletable_segments(log, predicate)}
-
-
-def _size_predicate(log: Log, segments: list[LogSegment]):
-    excess = sum(s.size for s in segments) - log.config.retention_bytes
-
-    def predicate(segment: LogSegment, _following: LogSegment | None) -> bool:
-        nonlocal excess
-        if excess - segment.size >= 0:
-            excess -= segment.size
-            return True
-        return False
-
-    return predicate
+def _prefix(log: Log, make_predicate) -> set[int]:
+    """The segments the rule would delete now (none when the rule does not apply)."""
+    if make_predicate is None:
+        return set()
+    return {id(s) for s in retention.deletable_segments(log, make_predicate())}
 
 
 # Compaction -----------------------------------------------------------------------------

@@ -59,7 +59,7 @@ class _BrokerQueue:
 
     def _connection(self) -> BrokerConnection:
         info = self.channel.controller.cache.brokers.get(self.broker_id)
-        endpoint = self.channel.endpoint_for(info) if info is not None else None
+        endpoint = self.channel.control_endpoint(info) if info is not None else None
         if endpoint is None:
             raise ConnectionError(f"broker {self.broker_id} has no known endpoint")
         current = self.connection
@@ -96,6 +96,13 @@ class ControllerChannel:
         self.endpoint_for = endpoint_for or _plaintext_endpoint
         self.queues: dict[int, _BrokerQueue] = {}
         self._removals = BackgroundTasks(log, "stopping the queue of a removed broker failed")
+
+    def control_endpoint(self, info):
+        """Where a broker takes controller requests: its control.plane.listener.name
+        endpoint, else its inter-broker one, as Kafka's controller chooses."""
+        config = self.controller.config
+        name = config.control_plane_listener_name if config is not None else None
+        return info.endpoint(name) if name is not None else self.endpoint_for(info)
 
     def _queue(self, broker_id: int) -> _BrokerQueue:
         queue = self.queues.get(broker_id)
@@ -186,11 +193,13 @@ class ControllerChannel:
         )
 
     def _send(self, broker_id: int, request_type, topic_states: tuple, **fields) -> None:
-        """Queue a controller request: this controller's id and epoch, then the request's own
-        topic states and `fields`."""
+        """Queue a controller request: this controller's id and epoch, the broker epoch it
+        knows for the target (KIP-380: the broker refuses one meant for an earlier
+        registration), then the request's own topic states and `fields`."""
         request = request_type(
             controller_id=self.controller.broker_id,
             controller_epoch=self.controller.epoch,
+            broker_epoch=self.controller.live.get(broker_id, -1),
             topic_states=topic_states,
             **fields,
         )

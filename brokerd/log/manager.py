@@ -42,6 +42,36 @@ class LogDirInUseError(RuntimeError):
     """Another process holds the log dir's lock."""
 
 
+class PartitionDirError(errors.LogError):
+    """A (topic, partition) whose directory would not be directly inside its log dir."""
+
+    error_code = 17  # INVALID_TOPIC_EXCEPTION
+
+
+def checked_partition_dir(log_dir: Path, topic: str, partition: int) -> Path:
+    """`<log dir>/<topic>-<partition>`, refused unless it resolves to a child of the log
+    dir that reads back as the same (topic, partition): names come from requests, and
+    nothing may be created or deleted elsewhere (handlers validate names first; this is
+    the last line)."""
+    name = dir_name(topic, partition)
+    directory = log_dir / name
+    try:
+        readable = parse_dir_name(name) == (topic, partition)
+    except ValueError:
+        readable = False
+    if (
+        not readable
+        or partition < 0
+        or name in (".", "..")
+        or os.sep in name
+        or (os.altsep is not None and os.altsep in name)
+        or "\0" in name
+        or directory.resolve().parent != log_dir.resolve()
+    ):
+        raise PartitionDirError(f"{topic!r} partition {partition} is not a log directory name")
+    return directory
+
+
 class LogManager:
     def __init__(
         self,
@@ -183,7 +213,7 @@ class LogManager:
             )
         if config is not None:
             self.topic_configs[topic] = config
-        directory = self._least_loaded_dir() / dir_name(topic, partition)
+        directory = checked_partition_dir(self._least_loaded_dir(), topic, partition)
         created = load_log(
             directory,
             self.config_for(topic),
@@ -205,6 +235,9 @@ class LogManager:
     def delete_log(self, topic: str, partition: int) -> bool:
         """Remove a partition: rename its dir to `-delete` first so a crash midway
         finishes the deletion at the next start-up."""
+        existing = self.logs.get((topic, partition))
+        if existing is not None:
+            self._check_in_log_dir(existing.dir, topic, partition)
         partition_log = self.logs.pop((topic, partition), None)
         self.offline_partitions.pop((topic, partition), None)
         if partition_log is None:
@@ -216,6 +249,11 @@ class LogManager:
         os.replace(partition_log.dir, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
         return True
+
+    def _check_in_log_dir(self, directory: Path, topic: str, partition: int) -> None:
+        checked_partition_dir(directory.parent, topic, partition)
+        if directory.parent.resolve() not in {d.resolve() for d in self.log_dirs}:
+            raise PartitionDirError(f"{directory} is not in a log dir")
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         self.topic_configs[topic] = config

@@ -76,18 +76,29 @@ def _start_offset_breached(log: Log) -> Predicate:
     return predicate
 
 
+BY_TIME = "retention.ms"
+BY_SIZE = "retention.bytes"
+BY_LOG_START = "log start offset"
+
+
+def applicable_rules(log: Log, now_ms: int) -> dict[str, Callable[[], Predicate]]:
+    """The rules that apply to this log, in the order they run: reason -> a fresh predicate
+    (the size rule counts down as it goes, so each pass needs its own)."""
+    rules: dict[str, Callable[[], Predicate]] = {}
+    if log.config.delete:
+        if log.config.retention_ms >= 0:
+            rules[BY_TIME] = lambda: _time_breached(log, now_ms)
+        if log.config.retention_bytes >= 0:
+            rules[BY_SIZE] = lambda: _size_breached(log)
+    rules[BY_LOG_START] = lambda: _start_offset_breached(log)
+    return rules
+
+
 def delete_old_segments(log: Log, now_ms: int | None = None) -> RetentionReport:
     """Run every retention rule that applies to the log once; report what went."""
     now = log.now_ms() if now_ms is None else now_ms
     report = RetentionReport(log.topic, log.partition)
-    rules: list[tuple[str, Callable[[], Predicate]]] = []
-    if log.config.delete:
-        if log.config.retention_ms >= 0:
-            rules.append(("retention.ms", lambda: _time_breached(log, now)))
-        if log.config.retention_bytes >= 0:
-            rules.append(("retention.bytes", lambda: _size_breached(log)))
-    rules.append(("log start offset", lambda: _start_offset_breached(log)))
-    for reason, make_predicate in rules:
+    for reason, make_predicate in applicable_rules(log, now).items():
         doomed = deletable_segments(log, make_predicate())
         if not doomed:
             continue

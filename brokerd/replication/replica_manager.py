@@ -150,15 +150,9 @@ class ReplicaManager:
             self.refresh_topic_config(topic)
 
     def inter_broker_endpoint(self, info):
-        name = self.broker.config.get("inter.broker.listener.name")
-        if name:
-            found = info.endpoint(name)
-            if found is not None:
-                return found
-        return next(
-            (e for e in info.endpoints if e.security_protocol == "PLAINTEXT"),
-            info.endpoints[0] if info.endpoints else None,
-        )
+        """The peer's endpoint on the inter-broker listener (None without one, as Kafka):
+        any other listener refuses inter-broker requests."""
+        return info.endpoint(self.broker.config.inter_broker_listener_name)
 
     # Roles from the controller --------------------------------------------------------
     async def become_leader_or_follower(

@@ -15,6 +15,7 @@ import logging
 from brokerd.admin import AdminServer, BrokerMetrics
 from brokerd.config import BrokerConfig
 from brokerd.coordination import zk
+from brokerd.coordination.control_epochs import ControlRequestEpochs
 from brokerd.coordination.controlled_shutdown import controlled_shutdown
 from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache
@@ -42,6 +43,7 @@ class Broker:
             config.zookeeper_connection_timeout_ms,
         )
         self.metadata = MetadataCache(self.zk)
+        self.control_epochs = ControlRequestEpochs(self.zk, self.broker_id)
         self.controller = Controller(
             self.zk,
             self.broker_id,
@@ -166,6 +168,7 @@ class Broker:
             registration,
             wait_ms=self.config.get("zookeeper.session.timeout.ms") + 2000,
         )
+        await self.control_epochs.registered()
         await self.metadata.refresh_brokers()
 
     async def load_dynamic_broker_config(self) -> None:

@@ -4,7 +4,9 @@ Every inter-broker connection and every broker's ZooKeeper session runs through 
 test-controlled TCP proxy (tests/cluster/proxy.py). Broker j listens on one listener per
 peer (FROM1, FROM2, FROM3) and advertises FROMi at the proxy of the link i->j; broker i's
 inter.broker.listener.name is FROMi, so its fetchers and controller channel reach j through
-that link alone. Clients use the PLAINTEXT listener directly and still reach every broker.
+that link alone. Every link into j ends at j's own inter-broker listener FROMj, the only one
+where j takes inter-broker requests. Clients use the PLAINTEXT listener directly and still
+reach every broker.
 
 Cutting the leader's links leaves it alive and reachable by clients but unable to hear from
 its followers or to shrink its ISR in ZooKeeper: it must not acknowledge an acks=all write
@@ -48,7 +50,7 @@ class PartitionableCluster(Cluster):
         for dst, broker in self.brokers.items():
             ports = {src: free_port() for src in ids}
             advertised = {
-                src: ports[src] if src == dst else network.add(f"{src}->{dst}", ports[src]).port
+                src: ports[src] if src == dst else network.add(f"{src}->{dst}", ports[dst]).port
                 for src in ids
             }
             zk_link = network.add(f"{dst}->zk", zookeeper.port)

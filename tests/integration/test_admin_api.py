@@ -133,7 +133,10 @@ def test_admin_endpoint_in_zookeeper_and_token_file(make_broker):
     broker = make_broker().start()
     data = registration(broker)
     assert data["admin_endpoint"].startswith("http://127.0.0.1:")
-    assert data["endpoints"] == [f"PLAINTEXT://127.0.0.1:{broker.port}"]  # Kafka's keys intact
+    assert data["endpoints"] == [  # Kafka's keys intact
+        f"PLAINTEXT://127.0.0.1:{broker.port}",
+        f"INTERNAL://127.0.0.1:{broker.internal_port}",
+    ]
     token_file = Path(broker.props["log.dirs"]) / "admin.token"
     assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
     assert data["admin_endpoint"] in broker.output and str(token_file) in broker.output
@@ -161,7 +164,13 @@ def test_admin_endpoint_in_zookeeper_and_token_file(make_broker):
             "security_protocol": "PLAINTEXT",
             "host": "127.0.0.1",
             "port": broker.port,
-        }
+        },
+        {
+            "name": "INTERNAL",
+            "security_protocol": "PLAINTEXT",
+            "host": "127.0.0.1",
+            "port": broker.internal_port,
+        },
     ]
     assert me["uptime_ms"] >= 0 and me["version"]
 

@@ -17,6 +17,7 @@ from typing import Any
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import SIZE, Request, response_header
 
+from ..cluster_action import request_from_broker
 from ..connection import ResponseParts
 from ..fetch_session import FINAL_EPOCH, INITIAL_EPOCH, NO_SESSION, SessionPartition
 
@@ -57,6 +58,13 @@ async def handle_fetch(broker, request: Request):
             requested[(topic.topic, p.partition)] = SessionPartition(
                 p.fetch_offset, p.partition_max_bytes, getattr(p, "current_leader_epoch", -1)
             )
+    if body.replica_id >= 0 and not request_from_broker(broker):
+        # A follower's fetch moves the HW and the ISR: from a client listener it gets what
+        # Kafka answers a follower without CLUSTER_ACTION, and touches no fetch session.
+        refused = [
+            PartitionResult(t, p, ErrorCode.topic_authorization_failed) for t, p in requested
+        ]
+        return _encode(request, ErrorCode.none, NO_SESSION, refused)
 
     try:
         if epoch == INITIAL_EPOCH or epoch == FINAL_EPOCH:

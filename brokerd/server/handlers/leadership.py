@@ -3,6 +3,8 @@ broker, and ElectLeaders (43), from admin clients (preferred or unclean election
 
 Both are answered only by the active controller (NOT_CONTROLLER elsewhere: clients send
 them to the controller named in Metadata, as they do to Kafka in ZooKeeper mode).
+ControlledShutdown comes from brokers only: CLUSTER_AUTHORIZATION_FAILED on a client
+listener, as Kafka answers a principal without CLUSTER_ACTION.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+
+from ..cluster_action import request_from_broker
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +31,13 @@ MESSAGES = {
 
 async def handle_controlled_shutdown(broker, request: Request):
     body = request.body
+    if not request_from_broker(broker):
+        log.info(
+            "refusing ControlledShutdown for broker %d: not on a broker listener", body.broker_id
+        )
+        return interbroker.ControlledShutdownResponse(
+            error_code=ErrorCode.cluster_authorization_failed, remaining_partitions=()
+        )
     error, remaining = await broker.controller.controlled_shutdown(
         body.broker_id, body.broker_epoch
     )

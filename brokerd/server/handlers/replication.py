@@ -1,8 +1,12 @@
 """Replication APIs: LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6) from the
 controller, and OffsetForLeaderEpoch (23) from followers (and consumers).
 
-Requests from a controller older than the newest this broker has seen are refused with
-STALE_CONTROLLER_EPOCH: a deposed controller cannot move leadership any more.
+A controller request is obeyed only when it comes from a broker (CLUSTER_AUTHORIZATION_FAILED
+on a client listener, see cluster_action.py), is meant for this incarnation of the broker
+(STALE_BROKER_EPOCH, KIP-380) and carries the controller epoch ZooKeeper holds
+(STALE_CONTROLLER_EPOCH: a deposed controller, or a forged epoch, moves nothing). Topic names
+become directory names, so a partition whose name Kafka would refuse is answered
+INVALID_TOPIC_EXCEPTION and never reaches the log manager.
 """
 
 from __future__ import annotations
@@ -15,7 +19,41 @@ from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
+from ..cluster_action import request_from_broker
+from ..connection import current_peer
+from ..topic_admin import validate_topic_name
+
 log = logging.getLogger(__name__)
+
+
+async def _refusal(broker, request: Request) -> ErrorCode | None:
+    """Why a controller request must not be obeyed, in Kafka's order (CLUSTER_ACTION, then
+    the broker epoch), then the controller epoch against ZooKeeper; None to obey it."""
+    body = request.body
+    if not request_from_broker(broker):
+        log.info("refusing %s from %s: not on a broker listener", request.name, current_peer.get())
+        return ErrorCode.cluster_authorization_failed
+    epochs = broker.control_epochs
+    if epochs.broker_epoch_is_stale(body.broker_epoch):
+        log.info(
+            "refusing %s with broker epoch %d, older than this broker's %d",
+            request.name,
+            body.broker_epoch,
+            epochs.broker_epoch,
+        )
+        return ErrorCode.stale_broker_epoch
+    if not await epochs.controller_epoch_is_current(body.controller_epoch):
+        return ErrorCode.stale_controller_epoch
+    return None
+
+
+def _path_error(topic: str, partition: int) -> ErrorCode | None:
+    """A (topic, partition) that cannot name a directory inside a log dir."""
+    try:
+        validate_topic_name(topic)
+    except KafkaError as exc:
+        return exc.error_code
+    return ErrorCode.unknown_topic_or_partition if partition < 0 else None
 
 
 def _state(p) -> PartitionState:
@@ -35,14 +73,25 @@ async def handle_leader_and_isr(broker, request: Request):
         for topic in body.topic_states
         for p in topic.partition_states
     ]
-    try:
-        results = await broker.replicas.become_leader_or_follower(
-            body.controller_id, body.controller_epoch, states
-        )
-        error = ErrorCode.none
-    except KafkaError as exc:
-        error = exc.error_code
-        results = {(t, p): error for t, p, _, _ in states}
+    refused = await _refusal(broker, request)
+    if refused is not None:
+        error = refused
+        results = {(t, p): refused for t, p, _, _ in states}
+    else:
+        invalid = {(t, p): _path_error(t, p) for t, p, _, _ in states}
+        results = {key: code for key, code in invalid.items() if code is not None}
+        try:
+            results.update(
+                await broker.replicas.become_leader_or_follower(
+                    body.controller_id,
+                    body.controller_epoch,
+                    [s for s in states if (s[0], s[1]) not in results],
+                )
+            )
+            error = ErrorCode.none
+        except KafkaError as exc:
+            error = exc.error_code
+            results = {(t, p): error for t, p, _, _ in states}
     if error == ErrorCode.none:
         broker.controller.observe_epoch(body.controller_epoch)
     return interbroker.LeaderAndIsrResponse(
@@ -56,6 +105,9 @@ async def handle_leader_and_isr(broker, request: Request):
 
 async def handle_update_metadata(broker, request: Request):
     body = request.body
+    refused = await _refusal(broker, request)
+    if refused is not None:
+        return interbroker.UpdateMetadataResponse(error_code=refused)
     if body.controller_epoch < broker.replicas.controller_epoch:
         return interbroker.UpdateMetadataResponse(error_code=ErrorCode.stale_controller_epoch)
     broker.replicas.controller_epoch = body.controller_epoch
@@ -73,16 +125,26 @@ async def handle_stop_replica(broker, request: Request):
         for topic in body.topic_states
         for p in topic.partition_states
     ]
-    try:
-        await broker.replicas.stop_replicas(body.controller_epoch, partitions)
-        error = ErrorCode.none
-    except Exception as exc:  # noqa: BLE001 - answered as an error code
-        error = error_code_of(exc)
+    refused = await _refusal(broker, request)
+    if refused == ErrorCode.stale_broker_epoch:
+        return interbroker.StopReplicaResponse(error_code=refused, partition_errors=())
+    if refused is not None:
+        error = refused
+        results = {(t, p): refused for t, p, _ in partitions}
+    else:
+        results = {(t, p): _path_error(t, p) for t, p, _ in partitions}
+        valid = [(t, p, d) for t, p, d in partitions if results[(t, p)] is None]
+        try:
+            await broker.replicas.stop_replicas(body.controller_epoch, valid)
+            error = ErrorCode.none
+        except Exception as exc:  # noqa: BLE001 - answered as an error code
+            error = error_code_of(exc)
+        results = {key: code if code is not None else error for key, code in results.items()}
     return interbroker.StopReplicaResponse(
         error_code=error,
         partition_errors=tuple(
-            interbroker.StopReplicaPartitionError(topic_name=t, partition_index=p, error_code=error)
-            for t, p, _ in partitions
+            interbroker.StopReplicaPartitionError(topic_name=t, partition_index=p, error_code=code)
+            for (t, p), code in results.items()
         ),
     )
 
