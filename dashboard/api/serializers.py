@@ -8,11 +8,15 @@ import json
 
 from rest_framework import serializers
 
+from dashboard.core import record_expr
+from dashboard.core.records import parse_cursor
+
 from .resources import TOPIC_NAME
 
 MAX_PARTITIONS = 10_000
 MAX_REPLICATION = 32
 CONFIG_NAME = r"^[a-z0-9][a-z0-9._-]{0,254}$"
+MAX_SCAN = 1_000_000
 
 
 class ConfigEntrySerializer(serializers.Serializer):
@@ -112,10 +116,16 @@ class ProduceRecordSerializer(serializers.Serializer):
     headers = RecordHeaderSerializer(many=True, required=False, max_length=100)
 
 
+MATCH_MODES = ["exact", "substring"]
+
+
 class BrowseQuerySerializer(serializers.Serializer):
     partition_id = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
     offset = serializers.IntegerField(
-        required=False, min_value=0, max_value=2**63 - 1, help_text="first offset to read"
+        required=False,
+        min_value=0,
+        max_value=2**63 - 1,
+        help_text="start at this offset (in every partition read)",
     )
     timestamp = serializers.IntegerField(
         required=False,
@@ -124,24 +134,77 @@ class BrowseQuerySerializer(serializers.Serializer):
         help_text="start at the first record at or after this time (ms since the epoch)",
     )
     from_end = serializers.IntegerField(
-        required=False, min_value=0, max_value=100_000, help_text="start this many before HW"
+        required=False,
+        min_value=0,
+        max_value=100_000,
+        help_text="start this many records before the end: the newest N records of the topic "
+        "(of partition_id if given) across its partitions by timestamp, counted in records "
+        "(compaction gaps and control batches do not count); with N <= limit, exactly the "
+        "last N records",
+    )
+    cursor = serializers.CharField(
+        required=False,
+        max_length=20_000,
+        help_text="go on where an answer stopped: its scan.next_cursor "
+        "(partition:offset,...); partitions it does not name start at their log start",
     )
     key = serializers.CharField(
-        required=False, max_length=1000, help_text="only records whose key contains this"
+        required=False,
+        max_length=10_000,
+        trim_whitespace=False,
+        help_text="only records whose key is exactly this (UTF-8), or contains it with "
+        "key_match=substring",
+    )
+    key_match = serializers.ChoiceField(
+        choices=MATCH_MODES, required=False, default="exact", help_text="how `key` matches"
+    )
+    value = serializers.CharField(
+        required=False,
+        max_length=10_000,
+        trim_whitespace=False,
+        help_text="only records whose value is exactly this (UTF-8), or contains it with "
+        "value_match=substring",
+    )
+    value_match = serializers.ChoiceField(
+        choices=MATCH_MODES, required=False, default="exact", help_text="how `value` matches"
+    )
+    filter = serializers.CharField(
+        required=False,
+        max_length=record_expr.MAX_LENGTH,
+        help_text='an expression over the record, e.g. $.customer.id == 42 and '
+        'headers.source startswith "web" (paths into JSON keys and values with $/value, '
+        "key, headers, partition, offset, timestamp; == != < <= > >= contains startswith "
+        "endswith in and or not)",
     )
     limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
     max_scan = serializers.IntegerField(
         required=False,
         min_value=1,
-        max_value=100_000,
+        max_value=MAX_SCAN,
         default=10_000,
-        help_text="stop after reading this many records (the answer says how far it got)",
+        help_text="stop after reading this many records (the answer says how far it got; "
+        "a scan also stops after about 10 s)",
     )
 
+    def validate_cursor(self, value: str) -> dict[int, int]:
+        try:
+            return parse_cursor(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def validate_filter(self, value: str) -> str:
+        try:
+            record_expr.compile_filter(value)
+        except record_expr.FilterSyntaxError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        return value
+
     def validate(self, attrs):
-        starts = [k for k in ("offset", "timestamp", "from_end") if k in attrs]
+        starts = [k for k in ("offset", "timestamp", "from_end", "cursor") if k in attrs]
         if len(starts) > 1:
-            raise serializers.ValidationError(f"give one of offset, timestamp, from_end: {starts}")
+            raise serializers.ValidationError(
+                f"give one of offset, timestamp, from_end, cursor: {starts}"
+            )
         return attrs
 
 

@@ -13,14 +13,13 @@ import atexit
 import dataclasses
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.conf import settings
 
 from brokerd.client.admin import AdminClient
 from brokerd.client.cluster import Cluster as KafkaCluster
-from brokerd.client.consumer import Consumer
+from brokerd.client.consumer import Consumer, PartitionData
 from brokerd.client.errors import KafkaResponseError
 from brokerd.client.metadata import ClusterMetadata
 from brokerd.client.producer import Producer
@@ -33,16 +32,6 @@ T = TypeVar("T")
 
 LATEST, EARLIEST = -1, -2
 CLIENT_ID = "brokerd-dashboard"
-
-
-@dataclass(frozen=True, slots=True)
-class BrowsedRecord:
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
 
 
 class KafkaOps:
@@ -114,19 +103,29 @@ class KafkaOps:
 
     # Records ---------------------------------------------------------------------------
     async def fetch(
-        self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20
-    ) -> tuple[list[BrowsedRecord], int, int]:
-        """One fetch from `offset`: (records, high watermark, next offset to fetch)."""
-        consumer = Consumer(self.client, max_wait=0, min_bytes=0, max_partition_bytes=max_bytes)
-        tp = (topic, partition)
-        data = (await consumer.fetch({tp: offset}))[tp]
-        if isinstance(data, Exception):
-            raise data
-        records = [
-            BrowsedRecord(partition, r.offset, r.timestamp, r.key, r.value, list(r.headers))
-            for r in data.records
-        ]
-        return records, data.high_watermark, data.next_offset
+        self,
+        topic: str,
+        positions: dict[int, int],
+        partition_max_bytes: int = 1 << 20,
+        max_bytes: int = 16 << 20,
+    ) -> dict[int, PartitionData]:
+        """One Fetch per leader from these offsets (partition -> offset), without waiting:
+        per partition the records at or after its offset below the high watermark and the
+        offset to fetch next (past control batches and compaction gaps)."""
+        consumer = Consumer(
+            self.client,
+            max_wait=0,
+            min_bytes=0,
+            max_bytes=max_bytes,
+            max_partition_bytes=partition_max_bytes,
+        )
+        answers = await consumer.fetch({(topic, p): offset for p, offset in positions.items()})
+        results = {}
+        for (_topic, partition), data in answers.items():
+            if isinstance(data, Exception):
+                raise data
+            results[partition] = data
+        return results
 
     async def produce(
         self,
