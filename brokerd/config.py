@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from brokerd import config_catalog
+
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
 
@@ -41,14 +43,21 @@ def _parse_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _parse_double(text: str) -> float:
+    if "_" in text:  # Python reads 1_0 as 10, Java's parseDouble refuses it
+        raise ValueError(f"Not a number of type DOUBLE: {text!r}")
+    return float(text.strip())
+
+
 PARSERS: dict[str, Callable[[str], Any]] = {
-    "int": lambda s: int(s.strip()),
-    "long": lambda s: int(s.strip()),
-    "short": lambda s: int(s.strip()),
-    "double": lambda s: float(s.strip()),
+    "int": lambda s: config_catalog.parse_integer(s, "int"),
+    "long": lambda s: config_catalog.parse_integer(s, "long"),
+    "short": lambda s: config_catalog.parse_integer(s, "short"),
+    "double": _parse_double,
     "boolean": _parse_bool,
     "string": lambda s: s.strip(),
     "list": _parse_list,
+    "class": config_catalog.parse_class_name,
     "password": lambda s: s,
 }
 
@@ -61,6 +70,7 @@ TYPE_IDS = {
     "long": 5,
     "double": 6,
     "list": 7,
+    "class": 8,
     "password": 9,
 }
 
@@ -77,6 +87,7 @@ class ConfigDef:
     broker_synonyms: tuple[str, ...] = ()  # highest precedence first
     read_only: bool = False
     sensitive: bool = False
+    validator: Callable[[str, Any], None] | None = None  # Kafka's checks beyond a range
 
     def parse(self, raw: Any) -> Any:
         if raw is None:
@@ -108,6 +119,11 @@ class ConfigDef:
                     raise ConfigError(
                         f"{self.name}: {item!r} is not one of {', '.join(self.choices)}"
                     )
+        if self.validator is not None:
+            try:
+                self.validator(self.name, value)
+            except config_catalog.InvalidValue as exc:  # its message names the config
+                raise ConfigError(str(exc)) from exc
 
     def render(self, value: Any) -> str | None:
         """A value as Kafka prints it in DescribeConfigs."""
@@ -117,6 +133,8 @@ class ConfigDef:
             return "true" if value else "false"
         if isinstance(value, list):
             return ",".join(value)
+        if isinstance(value, float):
+            return config_catalog.java_double(value)
         return str(value)
 
 
@@ -172,7 +190,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
             "flush.ms",
             "long",
             LONG_MAX,
-            "log.flush.interval.ms",
+            ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
             "fsync after this many ms",
             at_least=0,
         ),
@@ -277,7 +295,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
             "segment.jitter.ms",
             "long",
             0,
-            "log.roll.jitter.ms",
+            ("log.roll.jitter.ms", "log.roll.jitter.hours"),
             "random jitter subtracted from segment.ms",
             at_least=0,
         ),
@@ -311,25 +329,104 @@ _SYNONYM_SCALE = {
     "log.retention.minutes": 60_000,
     "log.retention.hours": 3_600_000,
     "log.roll.hours": 3_600_000,
+    "log.roll.jitter.hours": 3_600_000,
 }
 
 
-def validate_topic_overrides(overrides: Mapping[str, str]) -> dict[str, Any]:
-    """Parse topic-level overrides; unknown names and bad values raise ConfigError."""
+def _kafka_defined(spec: config_catalog.KafkaConfigSpec) -> ConfigDef:
+    """A ConfigDef from Kafka's own definition (brokerd.config_catalog)."""
+    limits = config_catalog.constraints_of(spec.valid)
+    return ConfigDef(
+        spec.name,
+        spec.type,
+        None if spec.default is None else PARSERS[spec.type](spec.default),
+        spec.doc,
+        at_least=limits.at_least,
+        at_most=limits.at_most,
+        choices=limits.choices,
+        broker_synonyms=(spec.server_default,) if spec.server_default else (),
+        read_only=spec.update_mode == config_catalog.READ_ONLY,
+        sensitive=spec.type == "password",
+        validator=limits.validator,
+    )
+
+
+# Topic configs Kafka defines that brokerd accepts, validates, stores and describes but does
+# not apply (DescribeConfigs' documentation and docs/configs.md say so).
+UNAPPLIED_TOPIC_CONFIGS: dict[str, ConfigDef] = {
+    name: _kafka_defined(spec)
+    for name, spec in config_catalog.TOPIC_SPECS.items()
+    if name not in TOPIC_CONFIGS
+}
+ALL_TOPIC_CONFIGS: dict[str, ConfigDef] = dict(
+    sorted({**TOPIC_CONFIGS, **UNAPPLIED_TOPIC_CONFIGS}.items())
+)
+
+
+def validate_topic_overrides(
+    overrides: Mapping[str, str], broker: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Parse topic-level overrides as Kafka's LogConfig.validate does: unknown names, bad
+    values and conflicting settings raise ConfigError. `broker` is the broker's explicit
+    configs, which supply what the overrides leave out."""
     parsed = {}
     for name, raw in overrides.items():
-        definition = TOPIC_CONFIGS.get(name)
+        definition = ALL_TOPIC_CONFIGS.get(name)
         if definition is None:
-            raise ConfigError(f"{name}: unknown topic config")
+            raise ConfigError(f"Unknown topic config name: {name}")
         parsed[name] = definition.parse(raw)
+    _check_topic_combination(parsed, broker or {})
     return parsed
+
+
+def _check_topic_combination(parsed: Mapping[str, Any], broker: Mapping[str, Any]) -> None:
+    """LogConfig.validateValues and the ZooKeeper-mode tiered-storage rules."""
+
+    def value(name: str) -> Any:
+        return parsed[name] if name in parsed else resolve_topic_config(name, {}, broker)[0]
+
+    min_lag, max_lag = value("min.compaction.lag.ms"), value("max.compaction.lag.ms")
+    if min_lag > max_lag:
+        raise ConfigError(
+            f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+            f"max.compaction.lag.ms ({max_lag})"
+        )
+    if value("remote.log.delete.on.disable") or value("remote.log.copy.disable"):
+        raise ConfigError(
+            "It is invalid to set `remote.log.delete.on.disable` or `remote.log.copy.disable` "
+            "under Zookeeper's mode."
+        )
+    if not value("remote.storage.enable"):
+        return
+    system = broker.get("remote.log.storage.system.enable")
+    if not (PARSERS["boolean"](system) if isinstance(system, str) else system):
+        raise ConfigError(
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be "
+            "configured with remote log storage."
+        )
+    if "compact" in value("cleanup.policy"):
+        raise ConfigError("Remote log storage is unsupported for the compacted topics")
+    for local, total in (
+        ("local.retention.bytes", "retention.bytes"),
+        ("local.retention.ms", "retention.ms"),
+    ):
+        local_value, total_value = value(local), value(total)
+        if total_value > -1 and local_value != -2:
+            if local_value == -1:
+                raise ConfigError(
+                    f"{local}: Value must not be -1 as {total} value is set as {total_value}."
+                )
+            if local_value > total_value:
+                raise ConfigError(
+                    f"{local}: Value must not be more than {total} property value: {total_value}"
+                )
 
 
 def resolve_topic_config(
     name: str, overrides: Mapping[str, Any], broker: Mapping[str, Any] | None = None
 ) -> tuple[Any, int]:
     """(value, source) of one topic config: override, broker synonym, or default."""
-    definition = TOPIC_CONFIGS[name]
+    definition = ALL_TOPIC_CONFIGS[name]
     if name in overrides and overrides[name] is not None:
         return definition.parse(overrides[name]), SOURCE_DYNAMIC_TOPIC
     for synonym in definition.broker_synonyms:
@@ -400,11 +497,20 @@ _BROKER_UNIT_DEFAULTS: dict[str, Any] = {
     # Kafka's broker defaults for synonyms in other units than the topic config.
     "log.retention.hours": 168,
     "log.roll.hours": 168,
+    "log.roll.jitter.hours": 0,
+    "log.flush.scheduler.interval.ms": LONG_MAX,
 }
 
 
 def _broker(name, type_, default, doc, **kw) -> ConfigDef:
     return ConfigDef(name, type_, default, doc, **kw)
+
+
+def _scaled_minimum(synonym: str) -> int:
+    """The least value of an hours or minutes synonym: Kafka's, else -1 (unlimited)."""
+    spec = config_catalog.BROKER_SPECS.get(synonym)
+    minimum = config_catalog.constraints_of(spec.valid).at_least if spec else None
+    return -1 if minimum is None else int(minimum)
 
 
 def _topic_synonym_defs() -> list[ConfigDef]:
@@ -429,7 +535,7 @@ def _topic_synonym_defs() -> list[ConfigDef]:
                 "int" if scaled else topic_def.type,
                 default,
                 f"broker default of {topic_def.name}: {topic_def.doc}",
-                at_least=topic_def.at_least if not scaled else -1,
+                at_least=topic_def.at_least if not scaled else _scaled_minimum(synonym),
                 at_most=topic_def.at_most,
                 choices=topic_def.choices,
             )
@@ -525,12 +631,19 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         _broker("replica.fetch.wait.max.ms", "int", 500, "follower fetch long-poll", at_least=0),
         _broker("replica.fetch.min.bytes", "int", 1, "follower fetch min bytes", at_least=1),
-        _broker("replica.fetch.max.bytes", "int", 1048576, "follower fetch bytes per partition"),
+        _broker(
+            "replica.fetch.max.bytes",
+            "int",
+            1048576,
+            "follower fetch bytes per partition",
+            at_least=0,
+        ),
         _broker(
             "replica.fetch.response.max.bytes",
             "int",
             10485760,
             "follower fetch bytes per response",
+            at_least=0,
         ),
         _broker(
             "replica.fetch.backoff.ms", "int", 1000, "follower back-off after an error", at_least=0
@@ -776,10 +889,35 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
     ]
 }
 
-# Broker configs Kafka lets AlterConfigs change without a restart (read_only=False above),
-# limited to the ones this broker applies live.
+# The broker configs brokerd defines and applies; every other config Kafka defines is added
+# below from brokerd.config_catalog: accepted, validated, stored and described, not applied.
+APPLIED_BROKER_CONFIGS = frozenset(BROKER_CONFIGS)
+BROKER_CONFIGS.update(
+    (name, _kafka_defined(spec))
+    for name, spec in {
+        **config_catalog.BROKER_SPECS,
+        **config_catalog.DYNAMIC_ONLY_BROKER_SPECS,
+    }.items()
+    if name not in BROKER_CONFIGS
+)
+
+
+def is_dynamic_broker_config(name: str) -> bool:
+    """AlterConfigs may set it: dynamic in Kafka (DynamicBrokerConfig), or a custom config
+    (Kafka lets plugins have their own); brokerd's own additions never are."""
+    base = config_catalog.listener_base(name)
+    if base is not None:
+        return True  # listener.name.<l>.<config>: checked by its base config's rules
+    spec = config_catalog.BROKER_SPECS.get(name) or config_catalog.DYNAMIC_ONLY_BROKER_SPECS.get(
+        name
+    )
+    if spec is not None:
+        return spec.dynamic
+    return name not in BROKER_CONFIGS
+
+
 DYNAMIC_BROKER_CONFIGS = frozenset(
-    name for name, definition in BROKER_CONFIGS.items() if not definition.read_only
+    name for name in BROKER_CONFIGS if is_dynamic_broker_config(name)
 )
 
 
@@ -812,6 +950,32 @@ def _split_property(line: str) -> tuple[str, str]:
 
 
 _PROPERTY_SEPARATOR = re.compile(r"\s*[=:]\s*|\s+")
+
+
+def _static_definition(name: str) -> ConfigDef | None:
+    """The definition a server.properties name is checked against: its own, or for
+    listener.name.<l>.<config> that of <config>; None for names Kafka does not know."""
+    spec = config_catalog.DYNAMIC_ONLY_BROKER_SPECS.get(name)
+    if spec is not None:
+        return None  # Kafka takes these only dynamically
+    definition = BROKER_CONFIGS.get(name)
+    if definition is not None:
+        return definition
+    base = config_catalog.listener_base(name)
+    return BROKER_CONFIGS.get(base) if base is not None else None
+
+
+def _parse_dynamic(name: str, raw: str | None) -> Any:
+    """A dynamic value: typed when Kafka validates it (DynamicConfig.Broker: the dynamic
+    configs, also under a listener prefix), else kept as given (custom configs)."""
+    if raw is None:
+        return None
+    base = config_catalog.listener_base(name)
+    definition = BROKER_CONFIGS.get(base if base is not None else name)
+    if definition is None or not is_dynamic_broker_config(definition.name):
+        return raw
+    value = definition.parse(raw)
+    return value if base is None else raw
 
 
 @dataclass(frozen=True)
@@ -868,14 +1032,19 @@ class BrokerConfig:
     def __init__(self, props: Mapping[str, str] | None = None):
         self.raw = dict(props or {})
         self.static: dict[str, Any] = {}
-        self.dynamic: dict[str, Any] = {}
+        # Dynamic configs from ZooKeeper: the cluster-wide default entity, then this broker's.
+        self.dynamic_default: dict[str, Any] = {}
+        self.dynamic_broker: dict[str, Any] = {}
         self.unknown: dict[str, str] = {}
         for name, raw in self.raw.items():
-            definition = BROKER_CONFIGS.get(name)
+            definition = _static_definition(name)
             if definition is None:
                 self.unknown[name] = raw  # Kafka logs "not a known config" and goes on
                 continue
-            self.static[name] = definition.parse(raw)
+            self.static[name] = definition.parse(raw) if definition.name == name else raw
+            if definition.name != name:
+                definition.parse(raw)  # listener.name.<l>.<config>: checked as <config>
+        self._merge()
         self._validate()
 
     @classmethod
@@ -886,19 +1055,34 @@ class BrokerConfig:
         return cls(props)
 
     # Values ------------------------------------------------------------------------------
+    def _merge(self) -> None:
+        """Layer static, dynamic default and dynamic per-broker configs as Kafka does: a
+        layer's config also hides its synonyms below it (a dynamic log.retention.hours beats
+        a static log.retention.ms)."""
+        merged: dict[str, Any] = {}
+        sources: dict[str, int] = {}
+        for layer, source in (
+            (self.static, SOURCE_STATIC_BROKER),
+            (self.dynamic_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
+            (self.dynamic_broker, SOURCE_DYNAMIC_BROKER),
+        ):
+            for name, value in layer.items():
+                if source != SOURCE_STATIC_BROKER:
+                    for synonym in config_catalog.broker_synonyms(name, False):
+                        merged.pop(synonym, None)
+                        sources.pop(synonym, None)
+                merged[name] = value
+                sources[name] = source
+        self._explicit = merged
+        self._sources = sources
+
     def get(self, name: str) -> Any:
-        if name in self.dynamic:
-            return self.dynamic[name]
-        if name in self.static:
-            return self.static[name]
+        if name in self._explicit:
+            return self._explicit[name]
         return BROKER_CONFIGS[name].default
 
     def source(self, name: str) -> int:
-        if name in self.dynamic:
-            return SOURCE_DYNAMIC_BROKER
-        if name in self.static:
-            return SOURCE_STATIC_BROKER
-        return SOURCE_DEFAULT
+        return self._sources.get(name, SOURCE_DEFAULT)
 
     def __getitem__(self, name: str) -> Any:
         return self.get(name)
@@ -906,7 +1090,12 @@ class BrokerConfig:
     @property
     def explicit(self) -> dict[str, Any]:
         """Typed values the operator or AlterConfigs set: what LogConfig.resolve reads."""
-        return {**self.static, **self.dynamic}
+        return dict(self._explicit)
+
+    @property
+    def dynamic(self) -> dict[str, Any]:
+        """Both dynamic layers, this broker's over the cluster-wide default."""
+        return {**self.dynamic_default, **self.dynamic_broker}
 
     @property
     def broker_id(self) -> int:
@@ -975,32 +1164,74 @@ class BrokerConfig:
         return LogConfig.resolve(overrides, self.explicit)
 
     # Dynamic updates ---------------------------------------------------------------------
-    def validate_dynamic(self, updates: Mapping[str, str | None]) -> dict[str, Any]:
-        """Typed values of a dynamic update; None deletes. Read-only keys raise ConfigError."""
-        parsed: dict[str, Any] = {}
-        for name, raw in updates.items():
-            definition = BROKER_CONFIGS.get(name)
-            if definition is None:
-                raise ConfigError(f"{name}: unknown broker config")
-            if definition.read_only:
-                raise ConfigError(f"{name}: cannot be updated dynamically")
-            parsed[name] = None if raw is None else definition.parse(raw)
+    def validate_dynamic(
+        self, updates: Mapping[str, str | None], per_broker: bool = True
+    ) -> dict[str, Any]:
+        """Typed values of a dynamic update of this broker's (or, not `per_broker`, the
+        cluster-wide default) configs, as Kafka's DynamicBrokerConfig.validate checks them;
+        None deletes. `updates` is the entity's whole new set; refusals raise ConfigError."""
+        problem = config_catalog.dynamic_update_errors(
+            updates, per_broker, lambda name: not is_dynamic_broker_config(name)
+        )
+        if problem:
+            raise ConfigError(problem)
+        parsed = {name: _parse_dynamic(name, raw) for name, raw in updates.items()}
+        candidate = self._with_layer({k: v for k, v in parsed.items() if v is not None}, per_broker)
+        for name in config_catalog.THREAD_POOL_CONFIGS:
+            error = config_catalog.thread_pool_error(name, self.get(name), candidate.get(name))
+            if error:
+                raise ConfigError(error)
+        candidate._validate()  # the whole configuration must still hold together
         return parsed
 
-    def validate_dynamic_lenient(self, updates: Mapping[str, str]) -> dict[str, Any]:
-        """Dynamic values read back from ZooKeeper: bad or unknown ones are skipped, as
-        Kafka skips them, so one bad write cannot keep the broker from starting."""
+    def validate_dynamic_lenient(
+        self, updates: Mapping[str, str], per_broker: bool = True
+    ) -> dict[str, Any]:
+        """Dynamic values read back from ZooKeeper: bad ones are skipped, as Kafka skips
+        them, so one bad write cannot keep the broker from starting."""
         parsed: dict[str, Any] = {}
         for name, raw in updates.items():
+            problem = config_catalog.dynamic_update_errors(
+                [name], per_broker, lambda n: not is_dynamic_broker_config(n)
+            )
             try:
-                parsed.update(self.validate_dynamic({name: raw}))
+                if problem:
+                    raise ConfigError(problem)
+                parsed[name] = _parse_dynamic(name, raw)
             except ConfigError as exc:
                 logging.getLogger(__name__).warning("ignoring dynamic broker config: %s", exc)
         return parsed
 
     def set_dynamic(self, values: Mapping[str, Any]) -> None:
-        """Replace the dynamic layer (as read back from ZooKeeper)."""
-        self.dynamic = {k: v for k, v in values.items() if v is not None}
+        """Replace this broker's dynamic layer (as read back from ZooKeeper)."""
+        self.set_dynamic_layers(self.dynamic_default, values)
+
+    def set_dynamic_layers(self, default: Mapping[str, Any], per_broker: Mapping[str, Any]) -> None:
+        """Replace both dynamic layers; a combination that does not hold together is not
+        applied (Kafka logs it and keeps the configs it had)."""
+        candidate = self._with_layer({k: v for k, v in default.items() if v is not None}, False)
+        candidate = candidate._with_layer(
+            {k: v for k, v in per_broker.items() if v is not None}, True
+        )
+        try:
+            candidate._validate()
+        except ConfigError as exc:
+            logging.getLogger(__name__).error("dynamic broker configs not applied: %s", exc)
+            return
+        self.dynamic_default = candidate.dynamic_default
+        self.dynamic_broker = candidate.dynamic_broker
+        self._merge()
+
+    def _with_layer(self, values: Mapping[str, Any], per_broker: bool) -> BrokerConfig:
+        """A copy with one dynamic layer replaced, for validating before applying."""
+        copy = object.__new__(BrokerConfig)
+        copy.__dict__.update(self.__dict__)
+        if per_broker:
+            copy.dynamic_broker = dict(values)
+        else:
+            copy.dynamic_default = dict(values)
+        copy._merge()
+        return copy
 
     # Validation --------------------------------------------------------------------------
     def _validate_inter_broker_listeners(self, advertised: set[str]) -> None:

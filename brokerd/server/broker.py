@@ -24,6 +24,7 @@ from brokerd.groups.coordinator import GroupCoordinator
 from brokerd.util.background import BackgroundTasks
 
 from .dispatcher import Dispatcher
+from .dynamic_broker_config import DynamicBrokerConfigs
 from .failure_probes import FailureProbes
 from .fetch_session import FetchSessionCache
 from .listener import Listener
@@ -52,6 +53,7 @@ class Broker:
             endpoint_for=lambda info: self.replicas.inter_broker_endpoint(info),
         )
         self.replicas = ReplicaManager(self)
+        self.dynamic_configs = DynamicBrokerConfigs(self)
         self.failure_probes = FailureProbes(config.get("failure.probes"))
         self.groups = GroupCoordinator(self)
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
@@ -172,13 +174,7 @@ class Broker:
         await self.metadata.refresh_brokers()
 
     async def load_dynamic_broker_config(self) -> None:
-        values: dict = {}
-        for entity in (zk.DEFAULT_BROKER_ENTITY, str(self.broker_id)):
-            found = await self.zk.get_json(zk.broker_config_path(entity))
-            if found is not None:
-                raw = found[0].get("config") or {}
-                values.update(self.config.validate_dynamic_lenient(raw))
-        self.config.set_dynamic(values)
+        await self.dynamic_configs.load()
 
     # ZooKeeper session and watches ----------------------------------------------------
     def _on_zk_connected(self) -> None:

@@ -1,33 +1,41 @@
 """DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44): topics and brokers.
 
-Every entry carries value, source, read-only and sensitive flags, its type and, on
-request, its synonyms in Kafka's precedence order (topic override, dynamic broker, static
-broker, default), so consoles can show where a value comes from.
+Answers as ZooKeeper-mode Kafka 3.9 does (ConfigHelper, ZkAdminManager, ConfigAdminManager,
+DynamicBrokerConfig): every config name Kafka defines is described, with its value, source,
+read-only and sensitive flags, type, documentation and synonyms in Kafka's precedence (topic
+override, dynamic per-broker, dynamic cluster-wide default, static, default). Configs brokerd
+accepts and stores but does not apply say so in their documentation.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from brokerd import config_catalog
 from brokerd.config import (
+    ALL_TOPIC_CONFIGS,
+    APPLIED_BROKER_CONFIGS,
     BROKER_CONFIGS,
-    PARSERS,
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_DYNAMIC_TOPIC,
     SOURCE_STATIC_BROKER,
-    TOPIC_CONFIGS,
     TYPE_IDS,
+    UNAPPLIED_TOPIC_CONFIGS,
     ConfigError,
+    resolve_topic_config,
+    validate_topic_overrides,
 )
 from brokerd.coordination import zk
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
-from ..topic_admin import validate_configs
+from ..topic_admin import validate_topic_name
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +44,21 @@ BROKER = 4
 BROKER_LOGGER = 8
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_LIST_OPERATIONS = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
-_SCALE = {
-    "log.retention.minutes": 60_000,
-    "log.retention.hours": 3_600_000,
-    "log.roll.hours": 3_600_000,
-}
+# Broker configs Kafka updates live that brokerd reads only when it starts: a dynamic value
+# is stored and described at once, and takes effect at the broker's next start.
+APPLIED_AT_START_UP = frozenset(
+    {
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "log.cleaner.backoff.ms",
+        "log.cleaner.dedupe.buffer.size",
+    }
+)
+NOT_APPLIED_NOTE = " (brokerd accepts, validates and stores this config but does not apply it.)"
+START_UP_NOTE = " (brokerd applies a dynamic change of it when the broker next starts.)"
 
 
 @dataclass
@@ -56,87 +73,197 @@ class ConfigEntry:
     synonyms: list[tuple[str, str | None, int]] = field(default_factory=list)
 
 
-def _render(definition, value: Any) -> str | None:
-    return None if definition.sensitive else definition.render(value)
+# Documentation and types ------------------------------------------------------------------
 
 
-def describe_topic(broker, overrides: dict[str, str], keys, include_synonyms: bool):
+def broker_documentation(name: str) -> str:
+    """Kafka's description (brokerd's own for its additions), and whether brokerd applies it."""
+    spec = config_catalog.broker_spec(name)
+    definition = BROKER_CONFIGS.get(name)
+    doc = spec.doc if spec is not None else definition.doc if definition is not None else ""
+    if name not in APPLIED_BROKER_CONFIGS:
+        return doc + NOT_APPLIED_NOTE
+    if name in APPLIED_AT_START_UP:
+        return doc + START_UP_NOTE
+    return doc
+
+
+def topic_documentation(name: str) -> str:
+    spec = config_catalog.TOPIC_SPECS.get(name)
+    doc = spec.doc if spec is not None else ALL_TOPIC_CONFIGS[name].doc
+    return doc + NOT_APPLIED_NOTE if name in UNAPPLIED_TOPIC_CONFIGS else doc
+
+
+def _broker_type(name: str) -> str | None:
+    """Kafka's type of a name (KafkaConfig.configType); brokerd's for its own additions."""
+    kafka_type = config_catalog.broker_type(name)
+    if kafka_type is not None:
+        return kafka_type
+    definition = BROKER_CONFIGS.get(name)
+    return definition.type if definition is not None else None
+
+
+def _broker_sensitive(name: str) -> bool:
+    """Passwords, and (as Kafka, to be safe) any name whose type is unknown."""
+    return _broker_type(name) in (None, "password")
+
+
+def _render_broker(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value  # as set: Kafka describes the string it was given
+    definition = BROKER_CONFIGS.get(name)
+    if definition is None:
+        base = config_catalog.listener_base(name)
+        definition = BROKER_CONFIGS.get(base) if base is not None else None
+    return definition.render(value) if definition is not None else str(value)
+
+
+def _kafka_default(name: str) -> Any:
+    """KafkaConfig's default of a broker config (DynamicBrokerConfig.staticDefaultConfigs)."""
+    definition = BROKER_CONFIGS.get(name)
+    if definition is None or name in config_catalog.DYNAMIC_ONLY_BROKER_SPECS:
+        return None
+    return definition.default
+
+
+# Describing ---------------------------------------------------------------------------------
+
+
+def _config_synonyms(
+    config, name: str, candidates: list[str], sensitive: bool
+) -> list[tuple[str, str | None, int]]:
+    """ConfigHelper.configSynonyms: each candidate set at each level, in precedence order,
+    from the first entry for `name` itself on (a listener override is no synonym of its
+    base config)."""
+    found: list[tuple[str, str | None, int]] = []
+    for layer, source in (
+        (config.dynamic_broker, SOURCE_DYNAMIC_BROKER),
+        (config.dynamic_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
+        (config.static, SOURCE_STATIC_BROKER),
+    ):
+        for candidate in candidates:
+            if layer.get(candidate) is not None:
+                value = None if sensitive else _render_broker(candidate, layer[candidate])
+                found.append((candidate, value, source))
+    for candidate in candidates:
+        default = _kafka_default(candidate)
+        if default is not None:
+            value = None if sensitive else _render_broker(candidate, default)
+            found.append((candidate, value, SOURCE_DEFAULT))
+    while found and found[0][0] != name:
+        found.pop(0)
+    return found
+
+
+def describe_topic(broker, overrides: Mapping[str, str], keys, include_synonyms: bool):
+    """Every topic config of a topic with these overrides (also CreateTopics' answer)."""
     config = broker.config
     entries = []
-    for name, definition in TOPIC_CONFIGS.items():
-        if keys is not None and name not in keys:
+    for name, definition in ALL_TOPIC_CONFIGS.items():
+        if keys and name not in keys:
             continue
+        value, _ = resolve_topic_config(name, overrides, config.explicit)
+        rendered = None if definition.sensitive else definition.render(value)
         synonyms: list[tuple[str, str | None, int]] = []
         if name in overrides:
-            synonyms.append((name, overrides[name], SOURCE_DYNAMIC_TOPIC))
-        for synonym in definition.broker_synonyms:
-            for layer, source in (
-                (config.dynamic, SOURCE_DYNAMIC_BROKER),
-                (config.static, SOURCE_STATIC_BROKER),
-            ):
-                if layer.get(synonym) is not None:
-                    synonyms.append(
-                        (synonym, BROKER_CONFIGS[synonym].render(layer[synonym]), source)
-                    )
-        synonyms.append((name, definition.render(definition.default), SOURCE_DEFAULT))
-        winner_name, winner_value, source = synonyms[0]
-        if winner_name in _SCALE:  # log.retention.hours=2 shows as retention.ms=7200000
-            winner_value = str(PARSERS["long"](winner_value) * _SCALE[winner_name])
+            synonyms.append((name, rendered, SOURCE_DYNAMIC_TOPIC))
+        if definition.broker_synonyms:
+            primary = definition.broker_synonyms[0]
+            synonyms += _config_synonyms(
+                config,
+                primary,
+                config_catalog.broker_synonyms(primary),
+                definition.sensitive,
+            )
         entries.append(
             ConfigEntry(
                 name,
-                winner_value,
-                source,
+                rendered,
+                synonyms[0][2] if synonyms else SOURCE_DEFAULT,
                 read_only=False,
                 sensitive=definition.sensitive,
                 type_id=TYPE_IDS.get(definition.type, 0),
-                documentation=definition.doc,
+                documentation=topic_documentation(name),
                 synonyms=synonyms if include_synonyms else [],
             )
         )
     return entries
 
 
-def describe_broker(broker, keys, include_synonyms: bool):
+def _broker_entry(config, name: str, value: Any, per_broker: bool, include_synonyms: bool):
+    sensitive = _broker_sensitive(name)
+    synonyms = _config_synonyms(config, name, config_catalog.broker_synonyms(name), sensitive)
+    if not per_broker:
+        synonyms = [s for s in synonyms if s[2] == SOURCE_DYNAMIC_DEFAULT_BROKER]
+    return ConfigEntry(
+        name,
+        None if sensitive else _render_broker(name, value),
+        synonyms[0][2] if synonyms else SOURCE_DEFAULT,
+        read_only=name not in config_catalog.ALL_DYNAMIC_CONFIGS,
+        sensitive=sensitive,
+        type_id=TYPE_IDS.get(_broker_type(name) or "", 0),
+        documentation=broker_documentation(name),
+        synonyms=synonyms if include_synonyms else [],
+    )
+
+
+def describe_broker(broker, keys, include_synonyms: bool, per_broker: bool = True):
+    """This broker's configs: every config Kafka's brokers list (and brokerd's own), plus
+    whatever was set; for the cluster-wide default entity only what is set there."""
     config = broker.config
+    if per_broker:
+        names = [
+            n
+            for n in BROKER_CONFIGS
+            if n not in config_catalog.DYNAMIC_ONLY_BROKER_SPECS or n in config.explicit
+        ]
+        names += sorted({*config.explicit, *config.unknown} - set(names))
+        values = {**config.unknown, **config.explicit}
+    else:
+        names = sorted(config.dynamic_default)
+        values = config.dynamic_default
     entries = []
-    for name, definition in BROKER_CONFIGS.items():
-        if keys is not None and name not in keys:
+    for name in names:
+        if keys and name not in keys:
             continue
-        synonyms = []
-        if name in config.dynamic:
-            synonyms.append(
-                (name, _render(definition, config.dynamic[name]), SOURCE_DYNAMIC_BROKER)
-            )
-        if name in config.static:
-            synonyms.append((name, _render(definition, config.static[name]), SOURCE_STATIC_BROKER))
-        if definition.default is not None:
-            synonyms.append((name, _render(definition, definition.default), SOURCE_DEFAULT))
-        entries.append(
-            ConfigEntry(
-                name,
-                _render(definition, config.get(name)),
-                config.source(name),
-                read_only=definition.read_only,
-                sensitive=definition.sensitive,
-                type_id=TYPE_IDS.get(definition.type, 0),
-                documentation=definition.doc,
-                synonyms=synonyms if include_synonyms else [],
-            )
-        )
+        value = values[name] if name in values else _kafka_default(name)
+        entries.append(_broker_entry(config, name, value, per_broker, include_synonyms))
     return entries
 
 
-def _check_broker_name(broker, resource_name: str) -> str:
+def _broker_entity(broker, resource_name: str) -> str:
     """The ZooKeeper entity: this broker's id, or <default> for the cluster-wide default."""
     if resource_name == "":
         return zk.DEFAULT_BROKER_ENTITY
-    if resource_name != str(broker.broker_id):
+    if not resource_name.lstrip("-").isdigit():
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Node id must be an integer, but it is: {resource_name}"
+        )
+    if int(resource_name) != broker.broker_id:
         raise KafkaError(
             ErrorCode.invalid_request,
-            f"Unexpected broker id, expected {broker.broker_id} but received {resource_name}",
+            f"Unexpected broker id, expected {broker.broker_id}, but received {resource_name}",
         )
-    return resource_name
+    return str(broker.broker_id)
+
+
+def _describe_one(broker, resource, include_synonyms: bool):
+    keys = set(resource.configuration_keys or ())
+    if resource.resource_type == TOPIC:
+        validate_topic_name(resource.resource_name)
+        info = broker.metadata.topic(resource.resource_name)
+        if info is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition)
+        return describe_topic(broker, info.configs, keys, include_synonyms)
+    if resource.resource_type == BROKER:
+        entity = _broker_entity(broker, resource.resource_name)
+        per_broker = entity != zk.DEFAULT_BROKER_ENTITY
+        return describe_broker(broker, keys, include_synonyms, per_broker)
+    raise KafkaError(
+        ErrorCode.invalid_request, f"Unsupported resource type: {resource.resource_type}"
+    )
 
 
 async def handle_describe_configs(broker, request: Request):
@@ -146,33 +273,21 @@ async def handle_describe_configs(broker, request: Request):
     include_docs = getattr(body, "include_documentation", False)
     results = []
     for resource in body.resources:
-        keys = set(resource.configuration_keys) if resource.configuration_keys is not None else None
         error, message, entries = ErrorCode.none, None, []
         try:
-            if resource.resource_type == TOPIC:
-                info = broker.metadata.topic(resource.resource_name)
-                if info is None:
-                    raise KafkaError(
-                        ErrorCode.unknown_topic_or_partition,
-                        f"Topic '{resource.resource_name}' does not exist.",
-                    )
-                entries = describe_topic(broker, info.configs, keys, include_synonyms)
-            elif resource.resource_type == BROKER:
-                _check_broker_name(broker, resource.resource_name)
-                entries = describe_broker(broker, keys, include_synonyms)
-            else:
-                raise KafkaError(
-                    ErrorCode.invalid_request,
-                    f"Unsupported resource type {resource.resource_type}",
-                )
+            entries = _describe_one(broker, resource, include_synonyms)
         except Exception as exc:  # noqa: BLE001 - per-resource answer
-            error, message = error_code_of(exc), getattr(exc, "message", None) or str(exc)
+            error, message = error_code_of(exc), getattr(exc, "message", None)
+            if error == ErrorCode.unknown_server_error:
+                log.exception("describing configs of %s failed", resource.resource_name)
+                message = str(exc)
         configs = tuple(
             build(
                 module.DescribeConfigsResourceResult,
                 name=e.name,
                 value=e.value,
                 read_only=e.read_only,
+                is_default=e.source == SOURCE_DEFAULT,
                 config_source=e.source,
                 is_sensitive=e.sensitive,
                 synonyms=tuple(
@@ -200,85 +315,188 @@ async def handle_describe_configs(broker, request: Request):
 # Altering -----------------------------------------------------------------------------------
 
 
-def _apply_incremental(current: dict[str, str], changes, list_names) -> dict[str, str]:
+def _list_default(definition, kafka_type: str | None) -> str | None:
+    """A list config's default as Kafka prints it, the start of APPEND and SUBTRACT."""
+    if definition is None:
+        return None
+    return definition.render(definition.default) if kafka_type == "list" else None
+
+
+def apply_incremental(
+    current: Mapping[str, str],
+    changes: Iterable,
+    type_of: Callable[[str], str | None],
+    default_of: Callable[[str], str | None],
+) -> dict[str, str]:
+    """ConfigAdminManager.prepareIncrementalConfigs: SET, DELETE, and APPEND / SUBTRACT on
+    list configs, which start from the resource's own value, else the config's default."""
     updated = dict(current)
     for change in changes:
-        operation = change.config_operation
+        name, operation = change.name, change.config_operation
         if operation == SET:
-            updated[change.name] = change.value
+            updated[name] = change.value
         elif operation == DELETE:
-            updated.pop(change.name, None)
-        elif operation in (APPEND, SUBTRACT):
-            if change.name not in list_names:
+            updated.pop(name, None)
+        elif operation in _LIST_OPERATIONS:
+            kind = _LIST_OPERATIONS[operation]
+            kafka_type = type_of(name)
+            if kafka_type is None:
+                raise KafkaError(ErrorCode.invalid_config, f"Unknown config name: {name}")
+            if kafka_type != "list":
+                verb = "append" if operation == APPEND else "subtract"
                 raise KafkaError(
                     ErrorCode.invalid_config,
-                    f"Config value append is not allowed for config key: {change.name}",
+                    f"Config value {verb} is not allowed for config key: {name}",
                 )
-            items = [i for i in (updated.get(change.name) or "").split(",") if i]
-            values = [v.strip() for v in (change.value or "").split(",") if v.strip()]
-            if operation == APPEND:
-                items += [v for v in values if v not in items]
-            else:
-                items = [i for i in items if i not in values]
-            updated[change.name] = ",".join(items)
+            updated[name] = config_catalog.apply_list_operation(
+                kind, updated.get(name), default_of(name), change.value
+            )
         else:
-            raise KafkaError(ErrorCode.invalid_request, f"Unknown operation {operation}")
+            raise KafkaError(ErrorCode.invalid_request, f"Unknown operations type {operation}")
     return updated
+
+
+def _topic_type(name: str) -> str | None:
+    definition = ALL_TOPIC_CONFIGS.get(name)
+    return definition.type if definition is not None else None
+
+
+def _topic_default(name: str) -> str | None:
+    definition = ALL_TOPIC_CONFIGS.get(name)
+    return _list_default(definition, _topic_type(name))
+
+
+def _broker_default(name: str) -> str | None:
+    return _list_default(BROKER_CONFIGS.get(name), _broker_type(name))
+
+
+def _preprocess(resources, incremental: bool) -> dict[int, KafkaError]:
+    """ConfigAdminManager.preprocess: refusals decided before looking at any resource."""
+    refused: dict[int, KafkaError] = {}
+    seen: dict[tuple[int, str], int] = {}
+    for index, resource in enumerate(resources):
+        key = (resource.resource_type, resource.resource_name)
+        if key in seen:
+            for i in (seen[key], index):
+                refused[i] = KafkaError(
+                    ErrorCode.invalid_request, "Each resource must appear at most once."
+                )
+        seen[key] = index
+    for index, resource in enumerate(resources):
+        if index in refused:
+            continue
+        names = [c.name for c in resource.configs]
+        if len(set(names)) != len(names):
+            refused[index] = KafkaError(
+                ErrorCode.invalid_request, "Error due to duplicate config keys"
+            )
+            continue
+        nulls = [
+            c.name
+            for c in resource.configs
+            if c.value is None and not (incremental and c.config_operation == DELETE)
+        ]
+        if nulls:
+            refused[index] = KafkaError(
+                ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}"
+            )
+    return refused
+
+
+async def _alter_topic(broker, resource, new_configs_of, validate_only: bool) -> None:
+    name = resource.resource_name
+    if not name:
+        raise KafkaError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+    info = broker.metadata.topic(name)
+    if info is None:
+        raise KafkaError(
+            ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
+        )
+    updated = new_configs_of(info.configs, _topic_type, _topic_default)
+    try:
+        validate_topic_overrides(updated, broker.config.explicit)
+    except ConfigError as exc:
+        raise KafkaError(ErrorCode.invalid_config, str(exc)) from exc
+    if not validate_only:
+        await broker.controller.alter_topic_config(info.name, updated)
+        broker.replicas.refresh_topic_config(info.name)
+
+
+async def _stored_broker_configs(broker, entity: str) -> dict[str, str]:
+    """The entity's configs in ZooKeeper, less what the broker would ignore in them
+    (DynamicBrokerConfig.fromPersistentProps)."""
+    found = await broker.zk.get_json(zk.broker_config_path(entity))
+    stored = ((found[0] or {}).get("config") or {}) if found is not None else {}
+    raw = {str(k): str(v) for k, v in stored.items()}
+    kept = broker.config.validate_dynamic_lenient(
+        raw, per_broker=entity != zk.DEFAULT_BROKER_ENTITY
+    )
+    return {k: v for k, v in raw.items() if k in kept}
+
+
+async def _alter_broker(broker, resource, new_configs_of, validate_only: bool) -> None:
+    entity = _broker_entity(broker, resource.resource_name)
+    per_broker = entity != zk.DEFAULT_BROKER_ENTITY
+    current = await _stored_broker_configs(broker, entity)
+    updated = new_configs_of(current, _broker_type, _broker_default)
+    try:
+        broker.config.validate_dynamic(updated, per_broker=per_broker)
+    except ConfigError as exc:
+        # ConfigAdminManager answers a refused broker change with INVALID_REQUEST.
+        raise KafkaError(ErrorCode.invalid_request, str(exc)) from exc
+    if validate_only:
+        return
+    passwords = sorted(n for n in updated if config_catalog.is_password_config(n))
+    if passwords:
+        # Kafka stores dynamic passwords encrypted with password.encoder.secret, and
+        # refuses them without one; brokerd does not encrypt, so it refuses them always.
+        reason = (
+            "Password config can be defined only at broker level"
+            if not per_broker
+            else "Password encoder secret not configured"
+            if broker.config.get("password.encoder.secret") is None
+            else "brokerd does not store dynamic passwords"
+        )
+        raise KafkaError(
+            ErrorCode.invalid_config,
+            "Invalid config value for resource ConfigResource(type=BROKER, "
+            f"name='{resource.resource_name}'): {reason}",
+        )
+    await broker.controller.alter_broker_config(entity, updated)
+    await broker.load_dynamic_broker_config()
+    broker.replicas.refresh_all_configs()
 
 
 async def _alter(broker, resource, new_configs_of, validate_only: bool) -> None:
     if resource.resource_type == TOPIC:
-        info = broker.metadata.topic(resource.resource_name)
-        if info is None:
-            raise KafkaError(
-                ErrorCode.unknown_topic_or_partition,
-                f"Topic '{resource.resource_name}' does not exist.",
-            )
-        lists = {n for n, d in TOPIC_CONFIGS.items() if d.type == "list"}
-        updated = validate_configs(new_configs_of(info.configs, lists))
-        if not validate_only:
-            await broker.controller.alter_topic_config(info.name, updated)
-            broker.replicas.refresh_topic_config(info.name)
+        await _alter_topic(broker, resource, new_configs_of, validate_only)
     elif resource.resource_type == BROKER:
-        entity = _check_broker_name(broker, resource.resource_name)
-        found = await broker.zk.get_json(zk.broker_config_path(entity))
-        current = (
-            {k: str(v) for k, v in ((found[0] or {}).get("config") or {}).items()} if found else {}
-        )
-        lists = {n for n, d in BROKER_CONFIGS.items() if d.type == "list"}
-        updated = {k: v for k, v in new_configs_of(current, lists).items() if v is not None}
-        try:
-            broker.config.validate_dynamic(updated)
-        except ConfigError as exc:
-            raise KafkaError(ErrorCode.invalid_config, str(exc)) from exc
-        if not validate_only:
-            await broker.controller.alter_broker_config(entity, updated)
-            await broker.load_dynamic_broker_config()
-            broker.replicas.refresh_all_configs()
-    elif resource.resource_type == BROKER_LOGGER:
-        raise KafkaError(ErrorCode.invalid_request, "Broker loggers are not supported")
+        await _alter_broker(broker, resource, new_configs_of, validate_only)
     else:
         raise KafkaError(
-            ErrorCode.invalid_request, f"Unsupported resource type {resource.resource_type}"
+            ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}"
         )
 
 
 async def _alter_all(broker, request: Request, incremental: bool):
     body = request.body
     module = response_module(request.api_key, request.api_version)
+    refused = _preprocess(body.resources, incremental)
     responses = []
-    for resource in body.resources:
-        error, message = ErrorCode.none, None
+    for index, resource in enumerate(body.resources):
         if incremental:
 
-            def new_configs_of(current, lists, changes=resource.configs):
-                return _apply_incremental(current, changes, lists)
+            def new_configs_of(current, type_of, default_of, changes=resource.configs):
+                return apply_incremental(current, changes, type_of, default_of)
         else:
 
-            def new_configs_of(current, lists, changes=resource.configs):
+            def new_configs_of(current, type_of, default_of, changes=resource.configs):
                 return {c.name: c.value for c in changes}  # AlterConfigs replaces the set
 
+        error, message = ErrorCode.none, None
         try:
+            if index in refused:
+                raise refused[index]
             async with broker.admin_lock:
                 await _alter(broker, resource, new_configs_of, body.validate_only)
         except Exception as exc:  # noqa: BLE001 - per-resource answer
