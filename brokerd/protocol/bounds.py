@@ -55,6 +55,8 @@ def check(entity_type: type, frame: bytes | memoryview, offset: int = 0) -> int:
 
 
 def _read_uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    if pos < end and buf[pos] < 0x80:  # one byte: nearly every length in practice
+        return buf[pos], pos + 1
     value = 0
     shift = 0
     while True:
@@ -98,33 +100,37 @@ def _legacy_length32(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     return value, pos + 4
 
 
-def _sized(length_of) -> Skip:
-    """A string or bytes field: a length prefix, then that many bytes."""
+def _null(name: str) -> BoundsError:
+    return BoundsError(f"non-nullable field {name} was serialized as null")
+
+
+@cache
+def _sized(length_of, name: str | None) -> Skip:
+    """A string or bytes field: a length prefix, then that many bytes. `name` is given when
+    the field may not be null (Kafka's parsers refuse a null there, and so do we)."""
 
     def skip(buf: bytes, pos: int, end: int) -> int:
         length, pos = length_of(buf, pos, end)
         if length > 0:
             _need(pos, length, end)
             pos += length
+        elif length < 0 and name is not None:
+            raise _null(name)
         return pos
 
     return skip
 
 
-_COMPACT = _sized(_compact_length)
-_LEGACY_STRING = _sized(_legacy_length16)
-_LEGACY_BYTES = _sized(_legacy_length32)
-
-
-def _variable_skip(kafka_type: str, flexible: bool) -> Skip:
+def _variable_skip(kafka_type: str, flexible: bool, name: str | None) -> Skip:
     if flexible:
-        return _COMPACT
-    return _LEGACY_STRING if kafka_type == "string" else _LEGACY_BYTES
+        return _sized(_compact_length, name)
+    return _sized(_legacy_length16 if kafka_type == "string" else _legacy_length32, name)
 
 
 # Arrays ----------------------------------------------------------------------------------
-def _array(flexible: bool, element: Skip | int, min_element: int) -> Skip:
-    """An array: its count checked against the bytes left before any element is walked."""
+def _array(flexible: bool, element: Skip | int, min_element: int, name: str | None) -> Skip:
+    """An array: its count checked against the bytes left before any element is walked;
+    `name` is given when it may not be null."""
     count_of = _compact_length if flexible else _legacy_length32
     floor = max(min_element, 1)  # a zero-width element still may not claim more than left
 
@@ -137,6 +143,8 @@ def _array(flexible: bool, element: Skip | int, min_element: int) -> Skip:
                 if count * floor > end - pos or size > end - pos:
                     raise BoundsError(f"array of {count} claims more than {end - pos} bytes")
                 pos += size
+            elif count < 0 and name is not None:
+                raise _null(name)
             return pos
 
         return skip_fixed
@@ -148,6 +156,30 @@ def _array(flexible: bool, element: Skip | int, min_element: int) -> Skip:
                 raise BoundsError(f"array of {count} claims more than {end - pos} bytes")
             for _ in range(count):
                 pos = element(buf, pos, end)
+        elif count < 0 and name is not None:
+            raise _null(name)
+        return pos
+
+    return skip
+
+
+def _array_of_fixed_flexible(width: int, tagged: Skip, min_element: int, name: str | None) -> Skip:
+    """A compact array of flexible records whose fields have fixed widths: per element, a
+    skip and a look at the tagged-field count, inline (the shape of most partition lists)."""
+
+    def skip(buf: bytes, pos: int, end: int) -> int:
+        count, pos = _compact_length(buf, pos, end)
+        if count > 0:
+            if count * min_element > end - pos:
+                raise BoundsError(f"array of {count} claims more than {end - pos} bytes")
+            for _ in range(count):
+                pos += width
+                if pos < end and buf[pos] == 0:
+                    pos += 1
+                else:
+                    pos = tagged(buf, pos, end)  # raises when pos is at or past the end
+        elif count < 0 and name is not None:
+            raise _null(name)
         return pos
 
     return skip
@@ -174,33 +206,46 @@ def _tagged_section(known: dict[int, Skip]) -> Skip:
 
 
 # Compilation -----------------------------------------------------------------------------
-def _unwrap(annotation: Any) -> tuple[Any, bool]:
-    """(inner type, is_array) of a kio field annotation, with `| None` removed."""
+def _unwrap(annotation: Any) -> tuple[Any, bool, bool]:
+    """(inner type, is_array, nullable) of a kio field annotation."""
+    nullable = False
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(annotation))
         annotation = args[0]
     if typing.get_origin(annotation) is tuple:
-        return typing.get_args(annotation)[0], True
-    return annotation, False
+        return typing.get_args(annotation)[0], True, nullable
+    return annotation, False, nullable
 
 
 def _field_skip(field: dataclasses.Field, flexible: bool, legacy_string: bool) -> tuple:
     """(skip or fixed width, minimum width) of one field."""
-    inner, is_array = _unwrap(field.type)
+    inner, is_array, nullable = _unwrap(field.type)
     kafka_type = field.metadata.get("kafka_type")
+    # Nulls are refused by name where the schema forbids them (array elements of primitive
+    # type are not checked, as before: kio and the handlers take them as they come).
+    null_name = None if nullable or legacy_string else field.name
     if dataclasses.is_dataclass(inner):
         element: Skip | int = _compiled(inner)
         min_element = _min_width(inner)
+        shape = _FIXED_SHAPES.get(inner)
+        if shape is not None and shape[1] is None:
+            element = shape[0]  # a fixed-width record: arrays of it need no walk at all
+        elif shape is not None and is_array:
+            return _array_of_fixed_flexible(shape[0], shape[1], min_element, null_name), 1
     elif kafka_type in FIXED_WIDTH:
         element = FIXED_WIDTH[kafka_type]
         min_element = element
     elif kafka_type in _VARIABLE:
-        element = _LEGACY_STRING if legacy_string else _variable_skip(kafka_type, flexible)
+        if legacy_string:
+            element = _sized(_legacy_length16, None)
+        else:
+            element = _variable_skip(kafka_type, flexible, None if is_array else null_name)
         min_element = 1 if flexible else (2 if kafka_type == "string" else 4)
     else:
         raise TypeError(f"{field.name}: unknown kafka_type {kafka_type!r}")
     if is_array:
-        return _array(flexible, element, min_element), 1 if flexible else 4
+        return _array(flexible, element, min_element, null_name), 1 if flexible else 4
     return element, min_element
 
 
@@ -223,6 +268,11 @@ def _tag_fields(entity_type: type) -> dict[int, dataclasses.Field]:
     return {f.metadata["tag"]: f for f in dataclasses.fields(entity_type) if "tag" in f.metadata}
 
 
+# Entities whose fields all have fixed widths: (that width, the tagged-section walker or None
+# when not flexible). Arrays of them are walked without a call per element.
+_FIXED_SHAPES: dict[type, tuple[int, Skip | None]] = {}
+
+
 @cache
 def _compiled(entity_type: type) -> Skip:
     flexible = entity_type.__flexible__
@@ -241,6 +291,8 @@ def _compiled(entity_type: type) -> Skip:
         known = {tag: _single_value_skip(field) for tag, field in _tag_fields(entity_type).items()}
         tagged = _tagged_section(known)
     plan = tuple(steps)
+    if all(isinstance(step, int) for step in plan):
+        _FIXED_SHAPES[entity_type] = (sum(plan), tagged)
 
     def skip(buf: bytes, pos: int, end: int) -> int:
         for step in plan:

@@ -22,7 +22,6 @@ from kio.serial import entity_reader, entity_writer
 
 from . import bounds, interbroker
 from .errors import ErrorCode
-from .nullability import check_non_nullable
 from .versions import API_VERSIONS_KEY, SUPPORTED, api_name, is_supported
 
 SIZE = struct.Struct(">i")
@@ -99,13 +98,13 @@ def decode_request(frame: bytes) -> Request:
         api_key, api_version
     )
     try:
-        # Every length is checked against the frame first: kio's native reader would
-        # reserve what a count claims before reading, and a failed reservation aborts.
+        # Every length is checked against the frame first (kio's native reader would
+        # reserve what a count claims before reading, and a failed reservation aborts),
+        # and so is every null where the schema forbids one, as Kafka's parsers refuse it.
         header_size = bounds.check(request_type.__header_schema__, frame, 0)
         bounds.check(request_type, frame, header_size)
         header, header_size = entity_reader(request_type.__header_schema__)(frame, 0)
         body, body_size = entity_reader(request_type)(frame, header_size)
-        check_non_nullable(body)
     except Exception as exc:  # kio raises several types for malformed input
         raise FrameError(f"malformed {api_name(api_key)} v{api_version} request: {exc}") from exc
     # Trailing bytes are ignored, as Kafka's parser ignores them (librdkafka sends some).
