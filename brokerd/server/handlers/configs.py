@@ -57,6 +57,15 @@ APPLIED_AT_START_UP = frozenset(
         "log.cleaner.dedupe.buffer.size",
     }
 )
+# Configs brokerd defines (and checks) but does not act on yet: batches are stored in the
+# producer's codec, and old fetchers are always served.
+DEFINED_NOT_APPLIED = frozenset(
+    {
+        "compression.type",
+        "message.downconversion.enable",
+        "log.message.downconversion.enable",
+    }
+)
 NOT_APPLIED_NOTE = " (brokerd accepts, validates and stores this config but does not apply it.)"
 START_UP_NOTE = " (brokerd applies a dynamic change of it when the broker next starts.)"
 
@@ -81,7 +90,7 @@ def broker_documentation(name: str) -> str:
     spec = config_catalog.broker_spec(name)
     definition = BROKER_CONFIGS.get(name)
     doc = spec.doc if spec is not None else definition.doc if definition is not None else ""
-    if name not in APPLIED_BROKER_CONFIGS:
+    if name not in APPLIED_BROKER_CONFIGS or name in DEFINED_NOT_APPLIED:
         return doc + NOT_APPLIED_NOTE
     if name in APPLIED_AT_START_UP:
         return doc + START_UP_NOTE
@@ -91,7 +100,8 @@ def broker_documentation(name: str) -> str:
 def topic_documentation(name: str) -> str:
     spec = config_catalog.TOPIC_SPECS.get(name)
     doc = spec.doc if spec is not None else ALL_TOPIC_CONFIGS[name].doc
-    return doc + NOT_APPLIED_NOTE if name in UNAPPLIED_TOPIC_CONFIGS else doc
+    applied = name not in UNAPPLIED_TOPIC_CONFIGS and name not in DEFINED_NOT_APPLIED
+    return doc if applied else doc + NOT_APPLIED_NOTE
 
 
 def _broker_type(name: str) -> str | None:
