@@ -437,3 +437,24 @@ def test_inter_broker_listener_names_resolve_as_in_kafka():
 def test_inter_broker_listener_configs_are_checked(props, message):
     with pytest.raises(ConfigError, match=message):
         BrokerConfig({**BASE, **props})
+
+
+def test_metadata_and_find_coordinator_answer_with_the_listener_asked_through(broker):
+    """Kafka answers with each broker's endpoint on the listener the request came in on:
+    clients never learn the inter-broker addresses, brokers on INTERNAL get INTERNAL ones."""
+    metadata = request(
+        3,
+        12,
+        topics=None,
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    for port, expected in (
+        (broker.port, broker.port),
+        (broker.internal_port, broker.internal_port),
+    ):
+        with WireClient(f"127.0.0.1:{port}") as client:
+            brokers = client.call(metadata).brokers
+            assert [(b.host, b.port) for b in brokers] == [("127.0.0.1", expected)]
+            found = client.call(request(10, 4, key_type=0, coordinator_keys=("g",)))
+            assert found.coordinators[0].port == expected

@@ -19,6 +19,7 @@ from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
 from ..connection import current_peer
+from .metadata import request_listener_name
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +41,6 @@ def _ms(value) -> int:
 def _client_host() -> str:
     peer = current_peer.get()
     return f"/{peer[0]}" if peer else ""
-
-
-def _listener_name(broker) -> str:
-    return broker.config.listeners[0].listener_name
 
 
 # FindCoordinator --------------------------------------------------------------------------------
@@ -73,7 +70,7 @@ async def _find(broker, key: str, key_type: int) -> dict:
         return {**missing, "error_code": E.coordinator_not_available, "error_message": None}
     leader = broker.groups.coordinator_for(key)
     info = broker.metadata.brokers.get(leader) if leader is not None else None
-    endpoint = info.endpoint(_listener_name(broker)) if info is not None else None
+    endpoint = info.endpoint(request_listener_name(broker)) if info is not None else None
     if endpoint is None:
         return {**missing, "error_code": E.coordinator_not_available, "error_message": None}
     return {

@@ -9,6 +9,7 @@ from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
+from ..connection import current_listener
 from ..topic_admin import INTERNAL_TOPICS, create_topic, validate_topic_name
 
 log = logging.getLogger(__name__)
@@ -34,9 +35,11 @@ def _broker_entries(broker, cls, listener_name: str, id_field: str) -> tuple:
     return tuple(out)
 
 
-def _listener_name(broker) -> str:
-    # One listener per connection would be exact; with PLAINTEXT only, the first suffices.
-    return broker.config.listeners[0].listener_name
+def request_listener_name(broker) -> str:
+    """The listener the request came in on: Kafka answers with every broker's endpoint on
+    that listener (a client on INTERNAL is sent INTERNAL addresses, one on the client
+    listener never learns the inter-broker ones)."""
+    return current_listener.get() or broker.config.listeners[0].listener_name
 
 
 def _topic_entry(module, broker, info, error=ErrorCode.none):
@@ -111,7 +114,7 @@ async def handle_metadata(broker, request: Request):
         module.MetadataResponse,
         throttle_time=NO_THROTTLE,
         brokers=_broker_entries(
-            broker, module.MetadataResponseBroker, _listener_name(broker), "node_id"
+            broker, module.MetadataResponseBroker, request_listener_name(broker), "node_id"
         ),
         cluster_id=broker.metadata.cluster_id,
         controller_id=broker.metadata.controller_id,
@@ -175,7 +178,7 @@ async def handle_describe_cluster(broker, request: Request):
         cluster_id=broker.metadata.cluster_id,
         controller_id=broker.metadata.controller_id,
         brokers=_broker_entries(
-            broker, module.DescribeClusterBroker, _listener_name(broker), "broker_id"
+            broker, module.DescribeClusterBroker, request_listener_name(broker), "broker_id"
         ),
     )
 
