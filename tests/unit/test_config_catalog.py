@@ -124,6 +124,22 @@ def test_brokerds_own_definitions_agree_with_kafka():
     assert stricter == STRICTER_THAN_KAFKA
 
 
+def test_brokerds_topic_definitions_agree_with_kafka():
+    """Same type, default, valid values and first broker synonym; segment.index.bytes is
+    stricter (an index needs room for one 8-byte entry)."""
+    for name, ours in TOPIC_CONFIGS.items():
+        spec = catalog.TOPIC_SPECS[name]
+        limits = catalog.constraints_of(spec.valid)
+        assert ours.type == spec.type, name
+        assert ours.default == PARSERS[spec.type](spec.default), name
+        assert set(ours.choices or ()) == set(limits.choices or ()), name
+        assert ours.broker_synonyms[0] == spec.server_default, name
+        if name == "segment.index.bytes":
+            assert (ours.at_least, limits.at_least) == (8, 4)
+        else:
+            assert (ours.at_least, ours.at_most) == (limits.at_least, limits.at_most), name
+
+
 @pytest.mark.parametrize(
     ("valid", "good", "bad"),
     [
