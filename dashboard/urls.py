@@ -7,7 +7,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from dashboard.core.login_throttle import ThrottledAuthenticationForm
-from dashboard.live import maintenance, spark
+from dashboard.live import maintenance, messages, spark
 from dashboard.live import views as live
 
 urlpatterns = [
@@ -16,6 +16,11 @@ urlpatterns = [
     path("clusters/<str:cluster_id>/topics/", live.topic_list, name="topic-list"),
     path("clusters/<str:cluster_id>/topics/create", live.topic_create, name="topic-create"),
     path("clusters/<str:cluster_id>/topics/<str:topic_name>/", live.topic, name="topic-page"),
+    path(
+        "clusters/<str:cluster_id>/topics/<str:topic_name>/messages/",
+        messages.page,
+        name="messages-page",
+    ),
     path(
         "clusters/<str:cluster_id>/topics/<str:topic_name>/partitions/<int:partition_id>/segments/",
         live.segments,

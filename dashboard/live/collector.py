@@ -4,7 +4,8 @@ It runs inside daphne, one per cluster, started by the first WebSocket subscribe
 stopped a little after the last one leaves (`subscribe` / `unsubscribe`); browsers never
 talk to brokers. The cluster overview is always collected; topic snapshots (partitions with
 HW and per-replica LEO), consumer-group snapshots (members, per-partition lag) and segment
-snapshots only for what someone is watching. Chosen over a separate management command
+snapshots only for what someone is watching, and a topic's new records (tail.py) only while
+a message browser has its live tail on. Chosen over a separate management command
 because the subscribers, and so the things worth polling, live in the daphne process; with
 several daphnes each polls for its own viewers.
 """
@@ -31,13 +32,14 @@ from dashboard.core.kafka import KafkaOps, kafka_client
 from dashboard.core.models import Cluster
 
 from . import platform_status
+from .tail import TopicTail
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0
 # A collector round must not wait on a hung broker: its admin API answers fast or is down.
 ADMIN_TIMEOUT_S = 2.0
-# A watch: ("topic", name), ("group", id) or ("segments", "topic\0partition").
+# A watch: ("topic", name), ("group", id), ("segments", "topic\0partition") or ("tail", name).
 Watch = tuple[str, str]
 
 
@@ -91,6 +93,7 @@ class ClusterCollector:
         self.subscribers = 0
         self.latest_overview: dict[str, Any] | None = None
         self.latest: dict[Watch, dict[str, Any]] = {}
+        self.tails: dict[str, TopicTail] = {}  # topic -> its tail, while one is watched
         self.known_brokers: set[int] = set()  # once seen, a broker stays listed (as down)
         self._task: asyncio.Task | None = None
         self._stopping = False
@@ -152,14 +155,35 @@ class ClusterCollector:
             overview_group(self.cluster_name),
             {"type": "snapshot", "payload": self._wrap("overview", overview)},
         )
-        watches = [w for w, n in self.watches.items() if n > 0]
-        results = await asyncio.gather(*(_snapshot(ops, admin, w) for w in watches))
+        watches = [w for w, n in self.watches.items() if n > 0 and w[0] != "tail"]
+        tails = [w for w, n in self.watches.items() if n > 0 and w[0] == "tail"]
+        results, tailed = await asyncio.gather(
+            asyncio.gather(*(_snapshot(ops, admin, w) for w in watches)),
+            asyncio.gather(*(self._tail(w[1]).poll(ops) for w in tails)),
+        )
+        for watch, payload in zip(tails, tailed, strict=True):
+            if payload is not None:
+                await layer.group_send(
+                    watch_group(self.cluster_name, watch), {"type": "tail", "payload": payload}
+                )
         for watch, data in zip(watches, results, strict=True):
             self.latest[watch] = data
             await layer.group_send(
                 watch_group(self.cluster_name, watch),
                 {"type": "snapshot", "payload": self._wrap(watch[0], data)},
             )
+
+    def _tail(self, topic: str) -> TopicTail:
+        tail = self.tails.get(topic)
+        if tail is None:
+            tail = self.tails[topic] = TopicTail(topic)
+        return tail
+
+    def tail_armed(self, topic: str) -> bool:
+        """Whether the topic's tail has its starting positions (records after them will be
+        pushed); until then a new tail viewer waits for the first push."""
+        tail = self.tails.get(topic)
+        return tail is not None and tail.armed
 
     def _wrap(self, kind: str, data: dict) -> dict:
         return {"kind": kind, "cluster_id": self.cluster_name, "data": data}
@@ -181,6 +205,8 @@ class ClusterCollector:
             if self.watches[watch] <= 0:
                 del self.watches[watch]
                 self.latest.pop(watch, None)
+                if watch[0] == "tail":
+                    self.tails.pop(watch[1], None)
         if self.subscribers <= 0:
             loop = asyncio.get_running_loop()
             self._stop_timer = loop.call_later(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from dashboard.core.models import Cluster, SparkLoad
+from dashboard.core.records import record_filter, render_record
 from dashboard.core.roles import VIEW_PERMISSION
 
 from .collector import (
@@ -16,7 +19,9 @@ from .collector import (
     segments_key,
     watch_group,
 )
+from .tail import unpack
 
+BAD_REQUEST = 4400
 FORBIDDEN = 4403
 NOT_FOUND = 4404
 
@@ -101,6 +106,68 @@ class SnapshotConsumer(_ClusterConsumer):
 
     async def left(self) -> None:
         collector_for(self.cluster_name).unsubscribe(self.watch)
+
+
+def _tail_query(scope) -> dict | None:
+    """The tail's filters from the WebSocket's query string (the browse API's names and
+    rules: partition_id, key, key_match, value, value_match, filter); None if invalid."""
+    from dashboard.api.serializers import BrowseQuerySerializer
+
+    allowed = ("partition", "key", "key_match", "value", "value_match", "filter")
+    raw = dict(parse_qsl(scope.get("query_string", b"").decode("utf-8", "replace")))
+    data = {k: v for k, v in raw.items() if k in allowed and v != ""}
+    if "partition" in data:
+        data["partition_id"] = data.pop("partition")
+    query = BrowseQuerySerializer(data=data)
+    return query.validated_data if query.is_valid() else None
+
+
+class MessagesTailConsumer(_ClusterConsumer):
+    """ws/clusters/<id>/topics/<topic>/messages/?filters: the topic's new records while the
+    message browser's tail is on (the collector tails a topic only while someone listens);
+    each viewer gets those of its partition and filters."""
+
+    topic = ""
+    partition: int | None = None
+    matches = None
+
+    def channel_group(self) -> str:
+        return watch_group(self.cluster_name, ("tail", self.topic))
+
+    async def connect(self) -> None:
+        self.topic = self.scope["url_route"]["kwargs"]["topic_name"]
+        query = _tail_query(self.scope)
+        if query is None:
+            await self.close(code=BAD_REQUEST)
+            return
+        self.partition = query.get("partition_id")
+        self.matches = record_filter(query)
+        await super().connect()
+
+    async def joined(self) -> None:
+        collector = collector_for(self.cluster_name)
+        collector.subscribe(("tail", self.topic))
+        if collector.tail_armed(self.topic):
+            await self.send_json(_tail_message([], 0, None))
+
+    async def left(self) -> None:
+        collector_for(self.cluster_name).unsubscribe(("tail", self.topic))
+
+    async def tail(self, event) -> None:
+        payload = event["payload"]
+        shown = []
+        for packed in payload["records"]:
+            record = unpack(self.topic, packed)
+            if self.partition is not None and record.partition != self.partition:
+                continue
+            if self.matches is None or self.matches(record):
+                shown.append(render_record(record))
+        if shown or not payload["records"]:
+            await self.send_json(_tail_message(shown, payload["skipped"], payload["error"]))
+
+
+def _tail_message(records: list[dict], skipped: int, error: str | None) -> dict:
+    return {"kind": "tail", "data": {"records": records, "skipped": skipped, "error": error}}
 
 
 class MaintenanceConsumer(_ClusterConsumer):

@@ -4,6 +4,7 @@ from django.urls import path
 
 from .consumers import (
     MaintenanceConsumer,
+    MessagesTailConsumer,
     SnapshotConsumer,
     SparkLoadConsumer,
     SparkLoadsConsumer,
@@ -14,6 +15,7 @@ C = "ws/clusters/<str:cluster_id>"
 websocket_urlpatterns = [
     path(f"{C}/overview/", SnapshotConsumer.as_asgi()),
     path(f"{C}/topics/<str:topic_name>/", SnapshotConsumer.as_asgi()),
+    path(f"{C}/topics/<str:topic_name>/messages/", MessagesTailConsumer.as_asgi()),
     path(
         f"{C}/topics/<str:topic_name>/partitions/<int:partition_id>/segments/",
         SnapshotConsumer.as_asgi(),
