@@ -6,6 +6,8 @@ server.properties), with Kafka's checks, errors, sources and flags, even where b
 the config no effect (DescribeConfigs' documentation then says so).
 """
 
+import time
+
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
@@ -18,6 +20,7 @@ from confluent_kafka.admin import (
 )
 
 from brokerd.protocol.errors import ErrorCode
+from tests.harness import BrokerProcess
 from tests.integration.wire import WireClient, nested, request
 
 TOPIC, BROKER = ConfigResource.Type.TOPIC, ConfigResource.Type.BROKER
@@ -410,3 +413,40 @@ def test_server_properties_values_are_checked_as_kafka_does(make_broker):
         broker.props[name] = bad
         with pytest.raises(RuntimeError, match=name.replace(".", r"\.")):
             broker.start()
+
+
+def test_a_cluster_wide_default_reaches_every_broker(zookeeper, tmp_path_factory):
+    """Set through one broker, the <default> entity is applied and described by the others
+    (each watches it in ZooKeeper, as Kafka's brokers follow config-change notifications)."""
+    chroot = f"{zookeeper.connect}/configs-{tmp_path_factory.mktemp('c').name}"
+    brokers = [
+        BrokerProcess(tmp_path_factory.mktemp(f"b{i}"), chroot, broker_id=i, num_partitions="1")
+        for i in (1, 2)
+    ]
+    try:
+        for broker in brokers:
+            broker.start()
+        first, second = brokers
+        assert _wire_alter(first, 4, "", ("log.retention.ms", SET, "3600000")) == (0, None)
+        assert _wire_alter(first, 4, "1", ("log.segment.bytes", SET, "1048576")) == (0, None)
+        deadline = time.monotonic() + 30
+        while True:
+            retention = _wire_describe(second, 4, "2", ["log.retention.ms"])["log.retention.ms"]
+            if retention.value == "3600000" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert retention.value == "3600000"
+        assert retention.config_source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+        # Topics on the other broker take it as their retention.ms default.
+        admin = _admin(second)
+        topic = "cluster-default-" + tmp_path_factory.mktemp("t").name
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+        topic_retention = _wire_describe(second, 2, topic, ["retention.ms"])["retention.ms"]
+        assert topic_retention.value == "3600000"
+        assert topic_retention.config_source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+        # Broker 1's own config stays its own.
+        segment = _wire_describe(second, 4, "2", ["log.segment.bytes"])["log.segment.bytes"]
+        assert segment.config_source == ConfigSource.DEFAULT_CONFIG.value
+    finally:
+        for broker in brokers:
+            broker.kill()
