@@ -29,8 +29,8 @@ class DynamicBrokerConfigs:
         layers = []
         for entity in (zk.DEFAULT_BROKER_ENTITY, str(self.broker.broker_id)):
             path = zk.broker_config_path(entity)
+            await self._watch(path)  # before reading: a change in between reloads again
             found = await self.broker.zk.get_json(path)
-            await self._watch(path)
             stored = ((found[0] or {}).get("config") or {}) if found is not None else {}
             raw = {str(k): str(v) for k, v in stored.items()}
             per_broker = entity != zk.DEFAULT_BROKER_ENTITY
