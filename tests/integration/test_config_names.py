@@ -450,3 +450,27 @@ def test_a_cluster_wide_default_reaches_every_broker(zookeeper, tmp_path_factory
     finally:
         for broker in brokers:
             broker.kill()
+
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4])  # what ApiVersions advertises
+def test_every_describe_configs_version_lists_kafkas_names(broker, topic_name, version):
+    admin = _admin(broker)
+    config = {"message.format.version": "2.8"}
+    admin.create_topics([NewTopic(topic_name, 1, 1, config=config)])[topic_name].result(15)
+    resource = nested(
+        32,
+        version,
+        "DescribeConfigsResource",
+        resource_type=2,
+        resource_name=topic_name,
+        configuration_keys=None,
+    )
+    with WireClient(broker.bootstrap) as client:
+        response = client.call(request(32, version, resources=(resource,), include_synonyms=True))
+    (result,) = response.results
+    assert result.error_code == 0
+    configs = {c.name: c for c in result.configs}
+    assert KAFKA_TOPIC_CONFIG_NAMES <= set(configs)
+    assert configs["message.format.version"].value == "2.8"
+    assert configs["message.format.version"].config_source == 1  # DYNAMIC_TOPIC_CONFIG
+    assert configs["compression.zstd.level"].config_source == 5  # DEFAULT_CONFIG
