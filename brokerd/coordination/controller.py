@@ -6,6 +6,11 @@ controller. It watches /brokers/ids; when a broker goes it elects new leaders fr
 the state znodes conditionally on their versions, and tells the brokers with LeaderAndIsr,
 UpdateMetadata and StopReplica over the Kafka protocol (channel.py). Failover rebuilds
 everything from ZooKeeper; brokers refuse requests carrying an older controller epoch.
+
+A topic's life: created (config, assignment, then states, written only while the topic
+znode exists), marked for deletion (/admin/delete_topics/<t>: no new states, no creation
+of that name), deleted (replicas stopped and removed, then the znodes, the marker last).
+Each step is one controller event; a deletion asked twice is carried out once.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from kazoo.exceptions import BadVersionError, NodeExistsError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.util.background import BackgroundTasks
@@ -220,6 +225,11 @@ class Controller:
         """Config first, then the assignment (what other brokers watch), then the states."""
         if await self.zk.exists(zk.topic_path(name)):
             raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        if await self.zk.exists(zk.delete_topic_path(name)):
+            # Its deletion is not finished: a topic made now would be taken by it.
+            raise KafkaError(
+                ErrorCode.topic_already_exists, f'Topic "{name}" is marked for deletion.'
+            )
         topic_id = zk.new_kafka_uuid()
         await self.zk.upsert_json(zk.topic_config_path(name), zk.entity_config(configs))
         try:
@@ -246,49 +256,68 @@ class Controller:
 
     async def _await_states(
         self, name: str, partitions: Mapping[int, object], timeout: float = STATES_WAIT_S
-    ) -> TopicInfo:
+    ) -> TopicInfo | None:
         """The topic as this broker's cache sees it once the controller has written the new
         partitions' states (at once when this broker is the controller), or at the bound:
-        clients then see LEADER_NOT_AVAILABLE for a moment and retry, as with Kafka."""
+        clients then see LEADER_NOT_AVAILABLE for a moment and retry, as with Kafka. None
+        when it was deleted meanwhile (its creation did happen)."""
         info = await self.cache.refresh_topic(name)
         deadline = time.monotonic() + timeout
-        while info is None or any(p not in info.states for p in partitions):
+        while info is not None and any(p not in info.states for p in partitions):
             if time.monotonic() >= deadline:
                 log.warning("no partition states for %s after %.0f s", name, timeout)
                 break
             await asyncio.sleep(0.02)
             info = self.cache.topic(name) or await self.cache.refresh_topic(name)
-        assert info is not None
         return info
 
     async def _create_states(self, name: str, assignment: Mapping[int, Sequence[int]]) -> None:
-        """First states of new partitions; the controller's job (the others wait for it)."""
-        if not self.is_active:
-            return
-        live = set(self.cache.brokers) | {self.broker_id}
-        for partition, replicas in assignment.items():
-            isr = [r for r in replicas if r in live]
-            state = PartitionState(
-                leader=isr[0] if isr else -1,
-                leader_epoch=0,
-                isr=isr,
-                controller_epoch=self.epoch,
-            )
-            path = zk.partition_state_path(name, partition)
-            await self.zk.ensure_path(path.rsplit("/", 1)[0])
-            try:
-                await self.zk.fenced_create_json(path, state.to_json(), self.fence)
-            except NodeExistsError:
-                pass
-            except zk.ControllerMovedError:
-                await self._resign()
+        """First states of new partitions; the controller's job (the others wait for it).
+        One event, written under the topic znode only while it exists: a deletion that got
+        there first must not find a half-recreated topic left behind."""
+        async with self._events:
+            if not self.is_active:
                 return
+            live = set(self.cache.brokers) | {self.broker_id}
+            if not await self._create_child(zk.partitions_path(name)):
+                return
+            for partition, replicas in assignment.items():
+                isr = [r for r in replicas if r in live]
+                state = PartitionState(
+                    leader=isr[0] if isr else -1,
+                    leader_epoch=0,
+                    isr=isr,
+                    controller_epoch=self.epoch,
+                )
+                path = zk.partition_state_path(name, partition)
+                if not await self._create_child(path.rsplit("/", 1)[0]):
+                    return
+                try:
+                    await self.zk.fenced_create_json(path, state.to_json(), self.fence)
+                except NodeExistsError:
+                    pass
+                except NoNodeError:
+                    return  # deleted meanwhile
+                except zk.ControllerMovedError:
+                    await self._resign()
+                    return
+
+    async def _create_child(self, path: str) -> bool:
+        """Create `path` if missing; False when its parent is gone (the topic was deleted)."""
+        try:
+            await self.zk.transaction([("create", path, None)])
+        except NodeExistsError:
+            pass
+        except NoNodeError:
+            log.info("controller: %s was deleted meanwhile", path.rsplit("/", 1)[0])
+            return False
+        return True
 
     async def elect_missing_leaders(self) -> None:
         """Topics written by other tools (only /brokers/topics/<t>) get partition states."""
         for info in list(self.cache.topics.values()):
             missing = {p: r for p, r in info.assignment.items() if p not in info.states}
-            if missing:
+            if missing and not info.marked_for_deletion:
                 await self._create_states(info.name, missing)
                 await self.cache.refresh_topic(info.name)
 
@@ -316,28 +345,35 @@ class Controller:
         except NodeExistsError:
             pass
         if self.is_active:
-            await self._complete_deletion(name)
+            await self._delete_marked(name)
 
     async def process_pending_deletions(self) -> None:
         for name in await self.zk.children(zk.DELETE_TOPICS):
-            await self._complete_deletion(name)
+            await self._delete_marked(name)
+
+    async def _delete_marked(self, name: str) -> None:
+        """One deletion event; the marker's absence means another event carried it out."""
+        async with self._events:
+            if self.is_active and await self.zk.exists(zk.delete_topic_path(name)):
+                await self._complete_deletion(name)
 
     async def _complete_deletion(self, name: str) -> None:
         info = self.cache.topic(name) or await self.cache.refresh_topic(name)
         if info is not None:
+            info.marked_for_deletion = True  # nothing here makes replicas of it any more
             for callback in self.on_topic_deleted:
                 await callback(name, sorted(info.assignment))
-            if self.is_active:
-                for broker_id in self.live:
-                    if broker_id == self.broker_id:
-                        continue
-                    mine = [p for p, rs in info.assignment.items() if broker_id in rs]
-                    if mine:
-                        self.channel.send_stop_replica(broker_id, name, mine, delete=True)
+            for broker_id in self.live:
+                if broker_id == self.broker_id:
+                    continue
+                mine = [p for p, rs in info.assignment.items() if broker_id in rs]
+                if mine:
+                    self.channel.send_stop_replica(broker_id, name, mine, delete=True)
         await self.zk.delete(zk.topic_path(name), recursive=True)
         await self.zk.delete(zk.topic_config_path(name))
         await self.zk.delete(zk.delete_topic_path(name))
-        self.cache.topics.pop(name, None)
+        self.cache.forget_topic(name)
+        self.announced = {(t, p) for t, p in self.announced if t != name}
         self.reassignments.forget_topic(name)
         log.info("deleted topic %s", name)
 
@@ -535,7 +571,9 @@ class Controller:
             fresh = [
                 (t, p)
                 for t, p in self._all_partitions()
-                if (t, p) not in self.announced and p in self.cache.topics[t].states
+                if (t, p) not in self.announced
+                and p in self.cache.topics[t].states
+                and not self.cache.topics[t].marked_for_deletion
             ]  # a partition whose state is still being written is announced next time
             self.announced.update(fresh)
             if fresh:

@@ -7,12 +7,16 @@ change follows what changed, never the number of topics. Per-topic watches cover
 controller does not push: a topic's assignment (CreatePartitions), its config
 (/config/topics/<t>), and partition states not yet written when the topic was first read.
 Handlers read this cache only.
+
+A deleted topic stays deleted: its id is remembered, and a refresh that read its znodes
+before the deletion cannot publish it again afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -22,6 +26,9 @@ from . import zk
 from .zk import BrokerInfo, PartitionState, ZkClient
 
 log = logging.getLogger(__name__)
+
+# Ids of deleted topics remembered (a stale read is at most a few watch rounds old).
+DELETED_IDS_KEPT = 10_000
 
 
 @dataclass
@@ -48,6 +55,7 @@ class MetadataCache:
         self.controller_id: int = -1
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
+        self._deleted_ids: OrderedDict[str, None] = OrderedDict()
         self.listeners: list = []  # callables() after topics, partitions or states appeared
         self.controller_listeners: list = []  # callables() after /controller was re-read
         self.config_listeners: list = []  # callables(topic) after a topic's config changed
@@ -127,9 +135,22 @@ class MetadataCache:
             self._names_running = False
 
     async def _drop_if_gone(self, name: str) -> None:
-        # The listing may predate a topic CreateTopics read since: only a missing znode drops.
-        if not await self.zk.exists(zk.topic_path(name)):
-            self.topics.pop(name, None)
+        # The listing may predate a topic CreateTopics read since: only a missing znode
+        # drops. After any refresh of it in flight, which would otherwise publish it again.
+        async with self._refresh_lock:
+            if not await self.zk.exists(zk.topic_path(name)):
+                self.forget_topic(name)
+
+    def forget_topic(self, name: str) -> None:
+        """Drop a deleted topic, for good: its id is never published again."""
+        info = self.topics.pop(name, None)
+        if info is not None:
+            self._deleted_ids[info.topic_id] = None
+            while len(self._deleted_ids) > DELETED_IDS_KEPT:
+                self._deleted_ids.popitem(last=False)
+
+    def is_deleted(self, topic_id: str) -> bool:
+        return topic_id in self._deleted_ids
 
     async def _mark_deletions(self) -> None:
         deleting = set(await self._children_watched(zk.DELETE_TOPICS))
@@ -152,8 +173,8 @@ class MetadataCache:
 
     async def _refresh_topic(self, name: str) -> TopicInfo | None:
         found = await self._get_watched(zk.topic_path(name))
-        if found is None:
-            self.topics.pop(name, None)
+        if found is None or not isinstance(found[0], dict) or "partitions" not in found[0]:
+            self.forget_topic(name)  # gone (or a bare node a deletion is removing)
             return None
         data = found[0]
         previous = self.topics.get(name)
@@ -184,6 +205,8 @@ class MetadataCache:
             for partition, state in previous.states.items():  # UpdateMetadata meanwhile
                 if partition in info.assignment:
                     _merge(info, partition, state)
+        if info.topic_id in self._deleted_ids:
+            return None  # deleted while we read it
         self.topics[name] = info  # published whole: no half-read topic is ever seen
         return info
 

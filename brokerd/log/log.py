@@ -789,6 +789,8 @@ class Log:
         if not doomed:
             return report
         with self._lock:
+            if self.closed:
+                return report  # closed or deleted meanwhile: its files are not ours any more
             current = self._segments[1]
             # Chosen outside the lock: a concurrent retention run or cleaning may have
             # removed some already. Only segments still in the log go.
@@ -874,16 +876,16 @@ class Log:
             self.closed = True
 
     def delete(self) -> None:
-        """Remove the partition's files (topic deletion)."""
-        import shutil
-
+        """Release a deleted partition's files, without the flush, snapshot and checkpoint
+        of `close`: the log manager renames the directory and removes it."""
         with self._lock:
+            if self.closed:
+                return
+            self.closed = True
             for segment in self._segments[1]:
                 self._close_file(segment)
                 segment.close()
             self.remove_deleted_segments(force=True)
-            self.closed = True
-            shutil.rmtree(self.dir, ignore_errors=True)
 
     def __repr__(self) -> str:
         return (

@@ -3,6 +3,10 @@
 Each log dir holds `<topic>-<partition>/` directories and, at its root, `.lock` (so two
 brokers never share it), `meta.properties`, the offset checkpoints and, after a clean
 shutdown, the `.kafka_cleanshutdown` marker that lets the next start-up skip recovery.
+
+A deleted partition's directory is renamed `<topic>-<partition>.<uuid>-delete` at once (a
+crash midway leaves a name the next start-up recognises) and removed afterwards by the
+owner, off the event loop, as Kafka's LogManager does.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import fcntl
 import logging
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -34,8 +39,17 @@ CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 META_PROPERTIES = "meta.properties"
 DELETE_DIR_SUFFIX = "-delete"
+# NAME_MAX: the bytes one path component may hold on Linux file systems.
+MAX_DIR_NAME_BYTES = 255
 
 TopicPartition = tuple[str, int]
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """Kafka's `<topic>-<partition>.<uuid>-delete` (UnifiedLog.logDeleteDirName): the topic
+    is cut so the name fits MAX_DIR_NAME_BYTES, which a 249-character topic would not."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    return topic[: MAX_DIR_NAME_BYTES - len(suffix)] + suffix
 
 
 class LogDirInUseError(RuntimeError):
@@ -94,6 +108,14 @@ class LogManager:
         self.topic_configs: dict[str, LogConfig] = {}
         self._locks: list[int] = []
         self.had_clean_shutdown: dict[Path, bool] = {}
+        # Renamed directories of deleted partitions, for the owner to remove (remove_dir).
+        self.dirs_to_delete: list[Path] = []
+        # Log dirs whose meta.properties named this cluster before this start: only there
+        # may ZooKeeper's word make a partition a stray to delete.
+        self.cluster_confirmed: set[Path] = set()
+        # Creation and deletion change `logs` from worker threads while the checkpoint
+        # thread reads it (Kafka's logCreationOrDeletionLock).
+        self._logs_lock = threading.Lock()
         self.started = False
 
     # Start-up and shutdown -------------------------------------------------------------
@@ -127,7 +149,7 @@ class LogManager:
             if not child.is_dir():
                 continue
             if child.name.endswith(DELETE_DIR_SUFFIX):
-                shutil.rmtree(child, ignore_errors=True)  # a deletion that did not finish
+                self.dirs_to_delete.append(child)  # a deletion that did not finish
                 continue
             try:
                 tp = parse_dir_name(child.name)
@@ -185,6 +207,8 @@ class LogManager:
                     raise errors.KafkaStorageError(
                         f"{path}: cluster.id {props['cluster.id']} does not match {cluster_id}"
                     )
+                if props.get("cluster.id") == cluster_id:
+                    self.cluster_confirmed.add(directory)
             write_properties(
                 path,
                 {"version": "0", "broker.id": str(broker_id), "cluster.id": cluster_id},
@@ -221,34 +245,78 @@ class LogManager:
             producer_id_expiration_ms=self.producer_id_expiration_ms,
             clock=self.clock,
         )
-        self.logs[tp] = created
+        with self._logs_lock:
+            self.logs[tp] = created
         return created
 
     def _least_loaded_dir(self) -> Path:
         counts = {d: 0 for d in self.log_dirs}
-        for partition_log in self.logs.values():
+        for partition_log in self.all_logs():
             parent = partition_log.dir.parent
             if parent in counts:
                 counts[parent] += 1
         return min(self.log_dirs, key=lambda d: counts[d])
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove a partition: rename its dir to `-delete` first so a crash midway
-        finishes the deletion at the next start-up."""
-        existing = self.logs.get((topic, partition))
+        """Remove a partition now: `begin_delete`, then its files."""
+        doomed = self.begin_delete(topic, partition)
+        if doomed is not None:
+            self.remove_dir(doomed)
+        return doomed is not None
+
+    def begin_delete(self, topic: str, partition: int) -> Path | None:
+        """Stop serving a partition and rename its directory to a `-delete` name (Kafka's
+        asyncDelete): its files are released without a flush, and the renamed directory
+        returned for `remove_dir`; None when this broker has no directory for it."""
+        tp = (topic, partition)
+        existing = self.logs.get(tp)
         if existing is not None:
             self._check_in_log_dir(existing.dir, topic, partition)
-        partition_log = self.logs.pop((topic, partition), None)
-        self.offline_partitions.pop((topic, partition), None)
-        if partition_log is None:
-            return False
-        partition_log.close()
-        doomed = partition_log.dir.with_name(
-            f"{partition_log.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        with self._logs_lock:
+            partition_log = self.logs.pop(tp, None)
+            was_offline = self.offline_partitions.pop(tp, None) is not None
+        if partition_log is not None:
+            partition_log.delete()
+            directory = partition_log.dir
+        elif was_offline:  # never loaded: find its directory
+            directory = self.offline_dir(topic, partition)
+            if directory is None:
+                return None
+            self._check_in_log_dir(directory, topic, partition)
+        else:
+            return None
+        doomed = directory.with_name(delete_dir_name(topic, partition))
+        try:
+            os.replace(directory, doomed)
+        except FileNotFoundError:
+            log.warning("deleting %s-%d: %s is already gone", topic, partition, directory)
+            return None
+        log.info("log for partition %s-%d is renamed to %s for deletion", topic, partition, doomed)
+        return doomed
+
+    def partition_dir(self, topic: str, partition: int) -> Path | None:
+        """The directory of a partition this broker holds, loaded or offline."""
+        found = self.logs.get((topic, partition))
+        if found is not None:
+            return found.dir
+        return (
+            self.offline_dir(topic, partition)
+            if (topic, partition) in self.offline_partitions
+            else None
         )
-        os.replace(partition_log.dir, doomed)
-        shutil.rmtree(doomed, ignore_errors=True)
-        return True
+
+    def offline_dir(self, topic: str, partition: int) -> Path | None:
+        name = dir_name(topic, partition)
+        return next((d / name for d in self.log_dirs if (d / name).is_dir()), None)
+
+    def remove_dir(self, doomed: Path) -> None:
+        """Remove a renamed (`-delete`) directory; a failure leaves it for the next start-up."""
+        try:
+            shutil.rmtree(doomed)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("could not remove %s (retried at the next start-up): %s", doomed, exc)
 
     def _check_in_log_dir(self, directory: Path, topic: str, partition: int) -> None:
         checked_partition_dir(directory.parent, topic, partition)
@@ -257,12 +325,17 @@ class LogManager:
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         self.topic_configs[topic] = config
-        for (t, _), partition_log in self.logs.items():
+        for (t, _), partition_log in self._logs_snapshot():
             if t == topic:
                 partition_log.update_config(config)
 
     def all_logs(self) -> list[Log]:
-        return list(self.logs.values())
+        with self._logs_lock:
+            return list(self.logs.values())
+
+    def _logs_snapshot(self) -> list[tuple[TopicPartition, Log]]:
+        with self._logs_lock:
+            return list(self.logs.items())
 
     # Checkpoints ----------------------------------------------------------------------
     def checkpoint(self) -> None:
@@ -270,7 +343,7 @@ class LogManager:
         for directory in self.log_dirs:
             in_dir = {
                 tp: partition_log
-                for tp, partition_log in self.logs.items()
+                for tp, partition_log in self._logs_snapshot()
                 if partition_log.dir.parent == directory
             }
             OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).write(

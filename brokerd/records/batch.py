@@ -450,6 +450,45 @@ def build_batch(
         encode_record(delta, wrap_int64(ts - first_timestamp), r.key, r.value, r.headers)
         for r, delta, ts in zip(records, offset_deltas, timestamps, strict=True)
     )
+    return batch_of_payload(
+        payload,
+        len(records),
+        base_offset=base_offset,
+        compression_type=compression_type,
+        timestamp_type=timestamp_type,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+        is_transactional=is_transactional,
+        is_control=is_control,
+        last_offset_delta=last_offset_delta,
+        first_timestamp=first_timestamp,
+        max_timestamp=max_timestamp,
+    )
+
+
+def batch_of_payload(
+    payload: bytes | bytearray,
+    record_count: int,
+    *,
+    first_timestamp: int,
+    max_timestamp: int,
+    last_offset_delta: int | None = None,
+    base_offset: int = 0,
+    compression_type: int = compression.NONE,
+    timestamp_type: int = CREATE_TIME,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    is_transactional: bool = False,
+    is_control: bool = False,
+) -> bytearray:
+    """A v2 batch around records already encoded (`encode_record`), compressed here.
+    lastOffsetDelta defaults to record_count - 1 (consecutive offset deltas)."""
+    if last_offset_delta is None:
+        last_offset_delta = max(record_count - 1, 0)
     payload = compression.compress(compression_type, payload, MAGIC)
 
     attributes = compression_type & COMPRESSION_MASK
@@ -476,7 +515,7 @@ def build_batch(
         producer_id,
         producer_epoch,
         base_sequence,
-        len(records),
+        record_count,
     )
     buf[HEADER_SIZE:] = payload
     _U32.pack_into(buf, CRC_POS, crc_of(buf, 0, len(buf)))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from . import compression
 from .batch import (
@@ -25,8 +25,10 @@ from .batch import (
     CorruptRecordError,
     Record,
     SimpleRecord,
-    build_batch,
+    batch_of_payload,
+    encode_record,
 )
+from .varint import wrap_int64
 
 LOG_OVERHEAD = 12
 MAGIC_POS = 16
@@ -39,6 +41,7 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 
 _I32 = struct.Struct(">i")
+_MAX_DECOMPRESSED_BYTES = compression.MAX_DECOMPRESSED_BYTES  # `compression` is a property below
 
 
 class LegacyEntry:
@@ -142,18 +145,22 @@ class LegacyEntry:
             raise CorruptRecordError("message size does not match its key and value")
         return key, value
 
-    def records(self) -> list[Record]:
-        """The messages this entry holds: itself, or a wrapper's inner messages."""
-        key, value = self.key_value()
-        if self.compression == compression.NONE:
-            return [Record(self.offset, self.timestamp, key, value, [], self.attributes)]
+    def decompressed_value(self, max_size: int = _MAX_DECOMPRESSED_BYTES) -> bytes:
+        """A wrapper's inner message set, decoded (CorruptRecordError past `max_size`)."""
+        _, value = self.key_value()
         if value is None:
             raise CorruptRecordError("compressed wrapper without a value")
         try:
-            inner_bytes = compression.decompress(self.compression, value, self.magic)
+            return compression.decompress(self.compression, value, self.magic, max_size)
         except compression.CompressionError as exc:
             raise CorruptRecordError(str(exc)) from exc
-        inner = _inner_entries(inner_bytes, self.magic)
+
+    def records(self) -> list[Record]:
+        """The messages this entry holds: itself, or a wrapper's inner messages."""
+        if self.compression == compression.NONE:
+            key, value = self.key_value()
+            return [Record(self.offset, self.timestamp, key, value, [], self.attributes)]
+        inner = _inner_entries(self.decompressed_value(), self.magic)
         if self.magic == 1 and self.offset >= inner[-1].offset:
             absolute_base = self.offset - inner[-1].offset
         else:
@@ -218,14 +225,18 @@ def _inner_entries(inner_bytes: bytes, wrapper_magic: int) -> list[LegacyEntry]:
     if last.pos + last.size != len(inner_bytes):
         raise CorruptRecordError("compressed wrapper ends with a partial message")
     for entry in inner:
-        if entry.magic != wrapper_magic:
-            raise CorruptRecordError(
-                f"inner message magic {entry.magic} differs from wrapper magic {wrapper_magic}"
-            )
-        if entry.compression != compression.NONE:
-            raise CorruptRecordError("nested compression")
-        entry.validate()  # the wrapper's CRC covers only the compressed bytes
+        _check_inner(entry, wrapper_magic)
     return inner
+
+
+def _check_inner(entry: LegacyEntry, wrapper_magic: int) -> None:
+    if entry.magic != wrapper_magic:
+        raise CorruptRecordError(
+            f"inner message magic {entry.magic} differs from wrapper magic {wrapper_magic}"
+        )
+    if entry.compression != compression.NONE:
+        raise CorruptRecordError("nested compression")
+    entry.validate()  # the wrapper's CRC covers only the compressed bytes
 
 
 def encode_message(
@@ -287,16 +298,77 @@ def build_message_set(
     )
 
 
-def up_convert(message_set: bytes | bytearray | memoryview) -> bytearray:
-    """A produced v0/v1 message set as one v2 batch (same codec; zstd cannot occur)."""
+class MessageTooLargeError(ValueError):
+    """A legacy entry larger than the topic's max.message.bytes (MESSAGE_TOO_LARGE)."""
+
+
+def up_convert(
+    message_set: bytes | bytearray | memoryview,
+    max_entry_bytes: int | None = None,
+    max_decompressed_bytes: int = compression.MAX_DECOMPRESSED_BYTES,
+) -> bytearray:
+    """A produced v0/v1 message set as one v2 batch (same codec; zstd cannot occur).
+
+    Checked as Kafka checks a produced message set before converting it: each entry's size
+    (`max_entry_bytes`, max.message.bytes) and CRC, one magic for all entries, wrappers
+    holding whole, valid, uncompressed messages of that magic (else CorruptRecordError).
+    Messages are encoded into the v2 payload as they are read (no Python object per message
+    is kept), and all wrappers together decompress to at most `max_decompressed_bytes`."""
     codec = compression.NONE
-    records: list[SimpleRecord] = []
+    magic = None
+    budget = max_decompressed_bytes
+    payload = bytearray()
+    count = 0
+    first_timestamp = max_timestamp = NO_TIMESTAMP
     for entry in iter_entries(message_set):
+        if max_entry_bytes is not None and entry.size > max_entry_bytes:
+            raise MessageTooLargeError(
+                f"message of {entry.size} bytes exceeds max.message.bytes {max_entry_bytes}"
+            )
         entry.validate()
-        if entry.compression != compression.NONE:
+        if magic is None:
+            magic = entry.magic
+        elif entry.magic != magic:
+            # Kafka says INVALID_RECORD; v0-v2 clients predate that code (KIP-467).
+            raise CorruptRecordError(
+                f"message magic {entry.magic} is not the same as the first message's {magic}"
+            )
+        if entry.compression == compression.NONE:
+            messages: Iterable[LegacyEntry] = (entry,)
+        else:
             codec = entry.compression
-        for record in entry.records():
-            records.append(SimpleRecord(record.value, record.key, (), record.timestamp))
-    if not records:
+            inner_bytes = entry.decompressed_value(budget)
+            budget -= len(inner_bytes)
+            messages = _iter_inner_entries(inner_bytes, magic)
+        wrapper_time = entry.timestamp if entry.timestamp_type == LOG_APPEND_TIME else None
+        for message in messages:
+            key, value = message.key_value()
+            timestamp = message.timestamp if wrapper_time is None else wrapper_time
+            if count == 0:
+                first_timestamp = max_timestamp = timestamp
+            elif timestamp > max_timestamp:
+                max_timestamp = timestamp
+            payload += encode_record(count, wrap_int64(timestamp - first_timestamp), key, value)
+            count += 1
+    if not count:
         raise CorruptRecordError("empty message set")
-    return build_batch(records, compression_type=codec)
+    return batch_of_payload(
+        payload,
+        count,
+        first_timestamp=first_timestamp,
+        max_timestamp=max_timestamp,
+        compression_type=codec,
+    )
+
+
+def _iter_inner_entries(inner_bytes: bytes, wrapper_magic: int) -> Iterator[LegacyEntry]:
+    """`_inner_entries` without the list: one view at a time."""
+    end = 0
+    for entry in iter_entries(inner_bytes):
+        _check_inner(entry, wrapper_magic)
+        end = entry.pos + entry.size
+        yield entry
+    if end == 0:
+        raise CorruptRecordError("compressed wrapper holds no messages")
+    if end != len(inner_bytes):
+        raise CorruptRecordError("compressed wrapper ends with a partial message")

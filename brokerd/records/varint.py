@@ -34,8 +34,14 @@ INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
 
+# The one-byte varints of -64..63 (lengths, deltas and counts of small records), by value + 64.
+_ONE_BYTE = [bytes([((v << 1) ^ (v >> 63)) & 0xFF]) for v in range(-64, 64)]
+
+
 def encode_varint(value: int) -> bytes:
     """Signed (zigzag) varint of a 64-bit value."""
+    if -64 <= value < 64:
+        return _ONE_BYTE[value + 64]
     if not INT64_MIN <= value <= INT64_MAX:
         # Masking would silently write a different number (e.g. a wrapped timestamp delta).
         raise ValueError(f"{value} does not fit a 64-bit varint")

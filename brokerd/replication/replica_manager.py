@@ -8,6 +8,12 @@ replaced fails that write and cannot shrink the ISR to itself) and an
 /isr_change_notification for the controller. acks=all produces wait in the produce
 purgatory until the high watermark covers them.
 
+A partition's directory is created only while ZooKeeper holds its topic with no deletion
+pending (topic_liveness), and creation and deletion are serialised, so a stale event never
+re-creates a deleted partition. Deletion renames the directory `-delete` and removes it in
+the background after file.delete.delay.ms; stray directories found at start-up go the same
+way (strays.py).
+
 The handlers' API is unchanged from the single-broker increment: leader(), append(),
 local_log(), leaders, purgatory, sync_leadership().
 """
@@ -17,18 +23,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from brokerd.config import LogConfig
 from brokerd.coordination import zk
+from brokerd.coordination.topic_liveness import topic_is_live
 from brokerd.coordination.zk import PartitionState
 from brokerd.protocol.errors import ErrorCode, KafkaError
+from brokerd.util.background import BackgroundTasks
 
 from .fetcher import ReplicaFetcherManager
 from .partition import NO_LEADER, Partition, now_ms
 from .purgatory import FetchPurgatory, ProducePurgatory
+from .strays import find_strays
 
 if TYPE_CHECKING:
     from brokerd.log.log import AppendInfo, Log
@@ -58,9 +68,11 @@ class ReplicaManager:
         self.cleaner = None  # LogCleanerManager, when log.cleaner.enable
         self._cleaner_thread = None
         self._maintenance: list[asyncio.Task] = []
-        # Role changes are serialized: two at once would each load the same new partition
-        # directory (two Log objects, two writers on one segment).
+        # Role changes and deletions are serialized: two at once would each load the same
+        # new partition directory (two Log objects, two writers on one segment), or delete
+        # a directory while it is being made.
         self._sync_lock = asyncio.Lock()
+        self._removals = BackgroundTasks(log, "removing a deleted partition directory failed")
 
     @property
     def local_id(self) -> int:
@@ -83,6 +95,7 @@ class ReplicaManager:
             self.broker.broker_id,
             self.broker.metadata.cluster_id,
         )
+        await self._delete_leftovers()
         if config.get("log.cleaner.enable"):
             from brokerd.log.cleaner_manager import CleanerThread, LogCleanerManager
 
@@ -109,7 +122,43 @@ class ReplicaManager:
             asyncio.create_task(self._isr_maintenance()),
         ]
 
+    async def _delete_leftovers(self) -> None:
+        """`-delete` directories of unfinished deletions, and stray partitions."""
+        manager = self.log_manager
+        for doomed in manager.dirs_to_delete:
+            self._remove_later(doomed)
+        manager.dirs_to_delete.clear()
+        strays = find_strays(
+            [*manager.logs, *manager.offline_partitions], self.broker.metadata.topics, self.local_id
+        )
+        for (topic, index), reason in sorted(strays.items()):
+            directory = manager.partition_dir(topic, index)
+            if directory is None or directory.parent not in manager.cluster_confirmed:
+                log.warning(
+                    "stray partition %s-%d kept (%s): its log dir's meta.properties did not "
+                    "name this cluster before",
+                    topic,
+                    index,
+                    reason,
+                )
+                continue
+            log.warning("deleting stray partition %s-%d: %s", topic, index, reason)
+            self._remove_later(await asyncio.to_thread(manager.begin_delete, topic, index))
+
+    def _remove_later(self, doomed: Path | None) -> None:
+        """Remove a renamed directory after file.delete.delay.ms (readers may still hold its
+        files), off the event loop; a shutdown first leaves it to the next start-up."""
+        if doomed is None:
+            return
+        delay_ms = self.broker.config.log_config().file_delete_delay_ms
+        self._removals.spawn(self._remove_after(doomed, min(delay_ms, 1 << 31) / 1000))
+
+    async def _remove_after(self, doomed: Path, delay: float) -> None:
+        await asyncio.sleep(delay)
+        await asyncio.to_thread(self.log_manager.remove_dir, doomed)
+
     async def shutdown(self) -> None:
+        self._removals.cancel_all()
         for task in self._maintenance:
             task.cancel()
         await self.fetchers.shutdown()
@@ -173,11 +222,12 @@ class ReplicaManager:
             results = {}
             gained: set = set()
             lost: set = set()
+            live: dict[str, bool] = {}
             for topic, index, state, replicas in states:
                 key = (topic, index)
                 try:
                     results[key] = await self._apply(
-                        topic, index, state, replicas, gained, lost, force=False
+                        topic, index, state, replicas, gained, lost, live, force=False
                     )
                 except Exception as exc:  # noqa: BLE001 - this partition's answer
                     log.exception("LeaderAndIsr for %s-%d failed", topic, index)
@@ -193,8 +243,12 @@ class ReplicaManager:
         replicas: list[int],
         gained: set,
         lost: set,
+        live: dict[str, bool],
         force: bool,
+        topic_id: str | None = None,
     ) -> ErrorCode:
+        """One partition's new role. `live` caches, per topic, whether ZooKeeper lets a new
+        directory be made (asked only when this broker has none for the partition)."""
         key = (topic, index)
         current = self.partitions.get(key)
         if current is not None and not force and state.leader_epoch <= current.leader_epoch:
@@ -207,6 +261,13 @@ class ReplicaManager:
             )
         if self.local_id not in replicas:
             return ErrorCode.unknown_topic_or_partition
+        if current is None and self.log_manager.get_log(topic, index) is None:
+            if topic not in live:
+                live[topic] = await topic_is_live(self.broker.zk, topic, topic_id)
+                if not live[topic]:
+                    log.info("no log made for %s: deleted or being deleted in ZooKeeper", topic)
+            if not live[topic]:
+                return ErrorCode.unknown_topic_or_partition
         self._update_cached_state(topic, index, state)
         if current is None:
             partition_log = await asyncio.to_thread(
@@ -272,7 +333,9 @@ class ReplicaManager:
                 self.produce_purgatory.leadership_lost(key)
                 self.partitions.pop(key, None)
                 if delete:
-                    await asyncio.to_thread(self.log_manager.delete_log, topic, index)
+                    self._remove_later(
+                        await asyncio.to_thread(self.log_manager.begin_delete, topic, index)
+                    )
             self._notify_leadership(set(), lost)
 
     # New partitions straight from ZooKeeper -------------------------------------------
@@ -284,7 +347,10 @@ class ReplicaManager:
         async with self._sync_lock:
             gained: set = set()
             lost: set = set()
+            live: dict[str, bool] = {}
             for info in list(self.broker.metadata.topics.values()):
+                if info.marked_for_deletion:
+                    continue
                 for index, state in list(info.states.items()):
                     replicas = info.assignment.get(index, [])
                     key = (info.name, index)
@@ -295,7 +361,9 @@ class ReplicaManager:
                         or self.log_manager.get_log(info.name, index) is not None
                     ):
                         continue
-                    await self._apply(info.name, index, state, replicas, gained, lost, False)
+                    await self._apply(
+                        info.name, index, state, replicas, gained, lost, live, False, info.topic_id
+                    )
             self._notify_leadership(gained, lost)
 
     def _notify_leadership(self, gained: set, lost: set) -> None:
@@ -308,14 +376,18 @@ class ReplicaManager:
                 log.exception("leadership listener failed")
 
     async def delete_partitions(self, topic: str, partitions: Sequence[int]) -> None:
-        for partition in partitions:
-            key = (topic, partition)
-            self.fetchers.remove_partition(key)
-            self.partitions.pop(key, None)
-            if self.leaders.pop(key, None) is not None:
-                self.produce_purgatory.leadership_lost(key)
-                self._notify_leadership(set(), {key})
-            await asyncio.to_thread(self.log_manager.delete_log, topic, partition)
+        """The controller's own replicas of a deleted topic (others get StopReplica)."""
+        async with self._sync_lock:
+            for partition in partitions:
+                key = (topic, partition)
+                self.fetchers.remove_partition(key)
+                self.partitions.pop(key, None)
+                if self.leaders.pop(key, None) is not None:
+                    self.produce_purgatory.leadership_lost(key)
+                    self._notify_leadership(set(), {key})
+                self._remove_later(
+                    await asyncio.to_thread(self.log_manager.begin_delete, topic, partition)
+                )
 
     # Lookups --------------------------------------------------------------------------
     def leader(self, topic: str, partition: int) -> Partition:

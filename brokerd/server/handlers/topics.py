@@ -1,7 +1,13 @@
-"""CreateTopics (19), DeleteTopics (20), CreatePartitions (37); validate-only where offered."""
+"""CreateTopics (19), DeleteTopics (20), CreatePartitions (37); validate-only where offered.
+
+DeleteTopics answers, as Kafka's does, once this broker's metadata no longer holds the
+topic (REQUEST_TIMED_OUT if that takes longer than the request's timeout); a topic this
+broker has not heard of yet is looked up in ZooKeeper before UNKNOWN_TOPIC_OR_PARTITION.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 
@@ -10,7 +16,7 @@ from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
-from ..topic_admin import create_topic, plan_assignment
+from ..topic_admin import create_topic, plan_assignment, validate_topic_name
 from .configs import describe_topic
 
 log = logging.getLogger(__name__)
@@ -94,7 +100,7 @@ async def handle_delete_topics(broker, request: Request):
         wanted = [(name, None) for name in body.topic_names]
     else:
         wanted = [(t.name, t.topic_id) for t in body.topics]
-    results = []
+    outcomes = []  # [name, topic_id, info, error, message]
     for name, topic_id in wanted:
         error, message = ErrorCode.none, None
         info = None
@@ -107,22 +113,58 @@ async def handle_delete_topics(broker, request: Request):
                     raise KafkaError(ErrorCode.unknown_topic_id)
             else:
                 info = broker.metadata.topic(name)
+                if info is None and _is_legal(name):
+                    # Created through another broker a moment ago: ZooKeeper knows it.
+                    info = await broker.metadata.refresh_topic(name)
                 if info is None:
                     raise KafkaError(ErrorCode.unknown_topic_or_partition)
             async with broker.admin_lock:
                 await broker.controller.delete_topic(info.name)
         except Exception as exc:  # noqa: BLE001
             error, message = _error_fields(exc)
-        results.append(
-            build(
-                module.DeletableTopicResult,
-                name=info.name if info else name,
-                topic_id=kafka_uuid_to_uuid(info.topic_id) if info else topic_id,
-                error_code=error,
-                error_message=message,
-            )
+        outcomes.append([name, topic_id, info, error, message])
+    pending = [o for o in outcomes if o[2] is not None and o[3] == ErrorCode.none]
+    timeout = body.timeout.total_seconds()
+    if pending and timeout > 0:
+        gone = await _await_gone(broker, [o[2] for o in pending], timeout)
+        for outcome in pending:
+            if not gone[outcome[2].name]:
+                outcome[3] = ErrorCode.request_timed_out
+                outcome[4] = f"Topic {outcome[2].name} was not deleted within {timeout:g} s."
+    results = [
+        build(
+            module.DeletableTopicResult,
+            name=info.name if info else name,
+            topic_id=kafka_uuid_to_uuid(info.topic_id) if info else topic_id,
+            error_code=error,
+            error_message=message,
         )
+        for name, topic_id, info, error, message in outcomes
+    ]
     return build(module.DeleteTopicsResponse, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+def _is_legal(name: str | None) -> bool:
+    try:
+        validate_topic_name(name)
+    except KafkaError:
+        return False
+    return True
+
+
+async def _await_gone(broker, infos, timeout: float) -> dict[str, bool]:
+    """Per topic, whether this broker's metadata dropped it (that instance, by id) within
+    `timeout` seconds (Kafka's DelayedDeleteTopics)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+
+    def gone(info) -> bool:
+        current = broker.metadata.topic(info.name)
+        return current is None or current.topic_id != info.topic_id
+
+    while not all(gone(info) for info in infos) and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    return {info.name: gone(info) for info in infos}
 
 
 async def handle_create_partitions(broker, request: Request):

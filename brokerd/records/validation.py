@@ -1,0 +1,237 @@
+"""The records inside a produced v2 batch, walked without building them.
+
+A record is
+    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
+    keyLength varint | key | valueLength varint | value | headerCount varint |
+    headerCount x (headerKeyLength varint | headerKey | headerValueLength varint | headerValue)
+with zigzag varints. Kafka's broker reads every produced record (DefaultRecord.readFrom
+under LogValidator) so that a batch whose header lies about its records never reaches the
+log: the declared count must be the number of records, each length must match the fields
+it holds, and the records must fill the batch exactly. The offset deltas must also be
+0..count-1 in order: consumers compute offsets from them, so any other value makes
+offsets overlap or skip.
+
+`walk_records` runs on the produce path of every batch, so it reads only the length and
+delta fields (keys, values and headers are skipped by their lengths) with the common one-
+and two-byte varints decoded inline. Everything it raises is InvalidRecordError, as
+Kafka's InvalidRecordException (INVALID_RECORD); `record_index` names the record when one
+is at fault.
+"""
+
+from __future__ import annotations
+
+from .batch import InvalidRecordError
+from .varint import decode_varint
+
+# attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount: one byte each
+MIN_RECORD_BODY = 6
+_VARINT_BYTES = 5  # an int32 varint
+_VARLONG_BYTES = 10
+
+
+class _BadVarint(ValueError):
+    pass
+
+
+class RecordStructureError(InvalidRecordError):
+    """A record (or the record count) that does not match the bytes of its batch."""
+
+    def __init__(self, message: str, record_index: int | None = None):
+        super().__init__(message)
+        self.record_index = record_index
+
+
+def _slow_varint(buf, pos: int, limit: int) -> tuple[int, int]:
+    """The raw (still zigzagged) varint of up to `limit` bytes at pos and the position
+    after it, refused where it overflows its int32 (5 bytes) or int64 (10 bytes), as the
+    broker's own decoder would refuse it when reading the record back."""
+    raw = 0
+    shift = 0
+    for i in range(limit):
+        b = buf[pos + i]
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            if raw >> (32 if limit == _VARINT_BYTES else 64):
+                raise _BadVarint(f"a varint of {i + 1} bytes overflows its type")
+            return raw, pos + i + 1
+        shift += 7
+    raise _BadVarint(f"a varint is longer than {limit} bytes")
+
+
+def walk_records(buf, pos: int, end: int, count: int) -> None:
+    """Check that buf[pos:end] holds exactly `count` well-formed records whose offset
+    deltas are 0..count-1.
+
+    Loops are bounded by the bytes (each record takes at least 7, each header 2). Varints
+    of up to three bytes (lengths below 1 MiB) are decoded inline, and only the fields
+    that locate the next one are decoded at all: a call per field would cost more than
+    the rest of the walk."""
+    if count < 0:
+        raise RecordStructureError(f"invalid record count {count}")
+    if end > len(buf):
+        raise RecordStructureError("records section runs past the buffer")
+    expected = 0  # zigzag of the offset delta record i must have: 2i
+    start = pos
+    try:
+        for expected in range(0, count << 1, 2):
+            start = pos
+            # length (varint), which must be positive (even once zigzagged)
+            b = buf[pos]
+            if b < 0x80:
+                raw = b
+                pos += 1
+            else:
+                b1 = buf[pos + 1]
+                if b1 < 0x80:
+                    raw = (b & 0x7F) | (b1 << 7)
+                    pos += 2
+                else:
+                    b2 = buf[pos + 2]
+                    if b2 < 0x80:
+                        raw = (b & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14)
+                        pos += 3
+                    else:
+                        raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
+            record_end = pos + (raw >> 1)
+            if raw & 1 or raw < MIN_RECORD_BODY << 1 or record_end > end:
+                raise _size_error(expected >> 1, count, start, end, _unzigzag(raw))
+            # attributes (unused in v2), then timestampDelta (varlong): skipped
+            if buf[pos + 1] < 0x80:
+                pos += 2
+            else:
+                pos = _slow_varint(buf, pos + 1, _VARLONG_BYTES)[1]
+            # offsetDelta (varint)
+            b = buf[pos]
+            if b == expected and b < 0x80:
+                pos += 1
+            elif b >= 0x80 and buf[pos + 1] < 0x80 and (b & 0x7F) | (buf[pos + 1] << 7) == expected:
+                pos += 2
+            else:
+                raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
+                if raw != expected:
+                    i = expected >> 1
+                    raise RecordStructureError(
+                        f"record {i} has offset delta {_unzigzag(raw)}, expected {i}", i
+                    )
+            # key: null (zigzag 1), or a length and its bytes
+            b = buf[pos]
+            if b < 0x80:
+                if b & 1:
+                    if b != 1:
+                        raise _length_error(expected >> 1, "key", b)
+                    pos += 1
+                else:
+                    pos += 1 + (b >> 1)
+            else:
+                raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
+                if raw & 1:
+                    raise _length_error(expected >> 1, "key", raw)
+                pos += raw >> 1
+            # value, the same way
+            b = buf[pos]
+            if b < 0x80:
+                if b & 1:
+                    if b != 1:
+                        raise _length_error(expected >> 1, "value", b)
+                    pos += 1
+                else:
+                    pos += 1 + (b >> 1)
+            else:
+                b1 = buf[pos + 1]
+                if b1 < 0x80:
+                    raw = (b & 0x7F) | (b1 << 7)
+                    pos += 2
+                else:
+                    b2 = buf[pos + 2]
+                    if b2 < 0x80:
+                        raw = (b & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14)
+                        pos += 3
+                    else:
+                        raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
+                if raw & 1:
+                    raise _length_error(expected >> 1, "value", raw)
+                pos += raw >> 1
+            # headers: usually none
+            if buf[pos] == 0:
+                pos += 1
+            else:
+                pos = _walk_headers(buf, pos, record_end, expected >> 1)
+            if pos != record_end:
+                i = expected >> 1
+                raise RecordStructureError(
+                    f"invalid record size: record {i}'s fields end {pos - record_end:+d} bytes "
+                    "from its declared length",
+                    i,
+                )
+    except IndexError:
+        if start >= end:
+            raise _declared_count_error(expected >> 1, count) from None
+        i = expected >> 1
+        raise RecordStructureError(f"record {i} runs past the end of the batch", i) from None
+    except _BadVarint as exc:
+        i = expected >> 1
+        raise RecordStructureError(f"record {i} is malformed: {exc}", i) from None
+    if pos != end:
+        raise RecordStructureError(
+            f"incorrect declared batch size: {end - pos} bytes remain after {count} records"
+        )
+
+
+def _size_error(i: int, count: int, start: int, end: int, length: int) -> RecordStructureError:
+    if start >= end:
+        return _declared_count_error(i, count)
+    return RecordStructureError(
+        f"invalid record size {length} for record {i}: {end - start} bytes left in the batch", i
+    )
+
+
+def _declared_count_error(found: int, count: int) -> RecordStructureError:
+    return RecordStructureError(
+        f"incorrect declared batch size: {count} records declared, the batch holds {found}"
+    )
+
+
+def _length_error(i: int, field: str, raw: int) -> RecordStructureError:
+    return RecordStructureError(f"record {i} has {field} length {_unzigzag(raw)}", i)
+
+
+def record_facts(buf, pos: int, count: int) -> list[tuple[int, bool]]:
+    """(timestampDelta, has a key) of each record, for records `walk_records` accepted."""
+    facts = []
+    for _ in range(count):
+        length, body = decode_varint(buf, pos)
+        timestamp_delta, at = decode_varint(buf, body + 1)
+        _, at = decode_varint(buf, at)  # offsetDelta
+        key_length, _ = decode_varint(buf, at)
+        facts.append((timestamp_delta, key_length >= 0))
+        pos = body + length
+    return facts
+
+
+def _unzigzag(raw: int) -> int:
+    return (raw >> 1) ^ -(raw & 1)
+
+
+def _walk_headers(buf, pos: int, record_end: int, index: int) -> int:
+    raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
+    count = _unzigzag(raw)
+    if count < 0 or count > (record_end - pos) // 2:
+        raise RecordStructureError(f"record {index} has an invalid header count {count}", index)
+    for _ in range(count):
+        raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
+        if raw & 1:
+            raise RecordStructureError(
+                f"record {index} has a header key of length {_unzigzag(raw)}", index
+            )
+        pos += raw >> 1
+        raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
+        if raw & 1:
+            if raw != 1:
+                raise RecordStructureError(
+                    f"record {index} has a header value of length {_unzigzag(raw)}", index
+                )
+        else:
+            pos += raw >> 1
+        if pos > record_end:
+            break  # the caller reports the size mismatch
+    return pos
