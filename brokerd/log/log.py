@@ -22,21 +22,24 @@ from typing import NamedTuple
 from ..config import LogConfig
 from ..records import legacy
 from ..records.batch import (
+    COMPRESSION_MASK,
     HEADER,
     HEADER_SIZE,
-    LOG_APPEND_TIME,
     LOG_OVERHEAD,
     MAGIC_POS,
     NO_PRODUCER_ID,
+    TIMESTAMP_TYPE_MASK,
     CorruptRecordError,
     InvalidRecordError,
     RecordBatch,
     validate_produced_batch,
 )
+from ..records.validation import RecordStructureError, walk_records
 from . import errors
 from .leader_epochs import LeaderEpochFileCache
 from .producer_state import ProducerStateManager
 from .segment import CRC_WRITE_CHUNK, DELETED_SUFFIX, EntryHeader, FileRegion, LogSegment
+from .validator import RecordRules, check_records, structure_error
 
 log = logging.getLogger(__name__)
 
@@ -205,8 +208,10 @@ class Log:
         (`AppendInfo.flush_needed`), so an event loop need not block on it.
         Raises the typed errors of `errors` (each carries its Kafka error code).
 
-        The common request, one v2 batch under CreateTime that needs no record-level checks,
-        takes `_append_single_batch` (no copy); the rest is copied and patched in place."""
+        The common request, one v2 batch under CreateTime with no per-record rules (keys,
+        timestamp range), takes `_append_single_batch` (no copy); the rest is copied and
+        patched in place. Either way the records are checked against their header first
+        (`validator`), so nothing is appended unless the whole record set is valid."""
         plain = self._plain_appends_for
         if plain[0] is not self.config:
             plain = self._check_plain_appends()
@@ -217,9 +222,11 @@ class Log:
         buf = bytearray(records)
         if len(buf) > 16 and buf[16] in (0, 1):
             try:
-                buf = legacy.up_convert(buf)
+                buf = legacy.up_convert(buf, self.config.max_message_bytes)
             except CorruptRecordError as exc:
                 raise errors.CorruptMessageError(str(exc)) from exc
+            except legacy.MessageTooLargeError as exc:
+                raise errors.RecordTooLargeError(str(exc)) from exc
         now = self.now_ms() if now_ms is None else now_ms
         batches = self._validate_produced(buf, now)
 
@@ -278,7 +285,7 @@ class Log:
 
     def _check_plain_appends(self) -> tuple[LogConfig, bool, bool]:
         """Whether this config makes appends plain, cached per config object: CreateTime
-        and no record-level checks, so a produced batch is written as it came but for the
+        and no per-record rules, so a produced batch is written as it came but for the
         prefix outside its CRC. Also whether an append can ever make a flush due (Kafka's
         defaults never flush on append, so the hot path then only counts records)."""
         config = self.config
@@ -312,7 +319,8 @@ class Log:
         # memory once, not twice). Whatever would answer before that write (a header rule,
         # a duplicate, a sequence error) or change the log (a roll) checks the CRC first,
         # so a corrupt batch gets CORRUPT_MESSAGE exactly as when it is checked up front.
-        crc_pending = size > CRC_WRITE_CHUNK
+        # A compressed batch is read whole to be decompressed: its CRC is checked first.
+        crc_pending = size > CRC_WRITE_CHUNK and not header[5] & COMPRESSION_MASK
         try:
             validate_produced_batch(records, 0, header, not crc_pending)
         except CorruptRecordError as exc:
@@ -322,6 +330,22 @@ class Log:
                 self._validate_single_batch(records, header)
             raise errors.InvalidRecordError(str(exc)) from exc
         now = self.now_ms() if now_ms is None else now_ms
+        # The records must be what the header says (LogValidator): walked in place when
+        # plain, decompressed otherwise. A CRC left for the write is checked before a
+        # refusal, so a damaged batch is CORRUPT_MESSAGE as when checked up front.
+        try:
+            if header[5] & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK):
+                check_records(records, 0, header, RecordRules.of(self.config, self.dir.name), now)
+            else:
+                walk_records(records, HEADER_SIZE, size, header[12])
+        except RecordStructureError as exc:
+            if crc_pending:
+                self._validate_single_batch(records, header)
+            raise structure_error(exc, self.dir.name) from None
+        except (errors.InvalidRecordError, errors.InvalidTimestampError):
+            if crc_pending:
+                self._validate_single_batch(records, header)
+            raise
         max_timestamp = header[8]
         count = header[12]
         with self._lock:
@@ -457,8 +481,7 @@ class Log:
         end = len(buf)
         config = self.config
         max_bytes = config.max_message_bytes
-        # Records are decoded only where semantics demand it (see _validate_records).
-        check_records = config.compact or config.message_timestamp_difference_max_ms < (1 << 62)
+        rules = RecordRules.of(config, self.dir.name)
         try:
             while pos < end:
                 if end - pos < HEADER_SIZE:
@@ -472,8 +495,7 @@ class Log:
                         f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
                     )
                 batch.validate_from_client()
-                if check_records:
-                    self._validate_records(batch, now)
+                check_records(buf, pos, batch._header, rules, now)
                 batches.append(batch)
                 pos += size
         except CorruptRecordError as exc:
@@ -482,28 +504,11 @@ class Log:
             raise errors.InvalidRecordError(str(exc)) from exc
         if not batches:
             raise errors.CorruptMessageError("empty record set")
+        if len(batches) > 1:  # as Kafka's LogValidator: clients send one v2 batch
+            raise errors.InvalidRecordError(
+                f"a produced v2 record set must hold one batch, not {len(batches)}"
+            )
         return batches
-
-    def _validate_records(self, batch: RecordBatch, now: int) -> None:
-        """Decode only where semantics demand it: keys on compacted topics, timestamps."""
-        max_diff = self.config.message_timestamp_difference_max_ms
-        check_time = max_diff < (1 << 62) and batch.timestamp_type != LOG_APPEND_TIME
-        if not self.config.compact and not check_time:
-            return
-        if check_time and not self.config.compact:
-            for ts in (batch.first_timestamp, batch.max_timestamp):
-                if abs(ts - now) > max_diff:
-                    raise errors.InvalidTimestampError(
-                        f"timestamp {ts} is more than {max_diff} ms from the broker's {now}"
-                    )
-            return
-        for record in batch:
-            if self.config.compact and record.key is None:
-                raise errors.InvalidRecordError("compacted topics require a key on every record")
-            if check_time and abs(record.timestamp - now) > max_diff:
-                raise errors.InvalidTimestampError(
-                    f"timestamp {record.timestamp} is more than {max_diff} ms from {now}"
-                )
 
     def _append(
         self,

@@ -36,9 +36,11 @@ def test_a_legacy_wrapper_bomb_is_refused_by_up_conversion(tmp_path, magic):
 
 
 def test_a_stored_bomb_makes_its_log_uncleanable_not_the_others(tmp_path):
-    # Stored while the topic was not compacted (nothing decoded it), then compacted.
+    # A leader refuses bombs; one can still be on disk, written by an older broker or
+    # replicated (a follower stores its leader's batches without decoding them, as in
+    # Kafka), while the topic was not compacted; then the topic is compacted.
     bombed = open_log(tmp_path / "bombed-0", segment_bytes=300)
-    bombed.append_as_leader(bomb_batch(compression.ZSTD, 1024), leader_epoch=0)
+    bombed.append_as_follower(bomb_batch(compression.ZSTD, 1024))
     healthy = open_log(tmp_path / "healthy-0", segment_bytes=300, cleanup_policy=COMPACT)
     for log in (bombed, healthy):
         for i in range(20):
