@@ -1,7 +1,9 @@
 """Produce (0): per-partition appends; errors stay with their partition.
 
-The log validates batches (CRC, counts, max.message.bytes, keys on compacted topics,
-LogAppendTime) and up-converts v0/v1 message sets; this handler routes and reports.
+The log validates batches as Kafka's LogValidator does (CRC, max.message.bytes, the
+records against their header, compressed ones decompressed under a cap, keys on compacted
+topics, timestamps) and up-converts v0/v1 message sets; this handler routes and reports,
+with v8+'s record_errors naming the records at fault (KIP-467).
 Versions 0-2 (schemas in brokerd/protocol/produce_legacy.py) carry those message sets and
 get the older response shapes, which `build` fills from the same fields. zstd needs v7+,
 as in Kafka (a client that negotiated less cannot expect it to be read back).
@@ -17,6 +19,8 @@ from typing import TYPE_CHECKING
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+
+from ..request_order import effect_taken
 
 if TYPE_CHECKING:
     from brokerd.log.log import Log
@@ -41,6 +45,18 @@ def _has_zstd_batch(records: bytes) -> bool:
     return False
 
 
+def _record_errors(module, record_errors) -> tuple:
+    """KIP-467: the records that made the batch fail, by index in the batch (Produce v8+;
+    `build` leaves the field out of older versions)."""
+    entry = getattr(module, "BatchIndexAndErrorMessage", None)
+    if entry is None or not record_errors:
+        return ()
+    return tuple(
+        entry(batch_index=index, batch_index_error_message=message)
+        for index, message in record_errors
+    )
+
+
 def _log_append_time(ms: int) -> datetime.datetime | None:
     if ms < 0:
         return None
@@ -59,7 +75,7 @@ async def handle_produce(broker, request: Request):
         partitions = []
         for partition_data in topic_data.partition_data:
             fields, flush = _append(
-                broker, topic_data.name, partition_data, acks, request.api_version
+                broker, topic_data.name, partition_data, acks, request.api_version, module
             )
             partitions.append(fields)
             if flush is not None:
@@ -68,6 +84,9 @@ async def handle_produce(broker, request: Request):
             if replicate is not None:
                 to_replicate.append((fields, *replicate))
         appended.append((topic_data.name, partitions))
+    # Appended: a Produce pipelined behind this one on the connection may start (it waits
+    # for none of this one's fsync or replication, see brokerd/server/request_order.py).
+    effect_taken()
     if to_flush:
         # flush.messages / flush.ms: Kafka acknowledges after the fsync. Run it on a
         # thread so that the loop keeps serving while the disk works.
@@ -111,7 +130,7 @@ def _flush(to_flush: list[tuple[dict, Log, int]]) -> None:
 
 
 def _append(
-    broker, topic: str, partition_data, acks: int, version: int
+    broker, topic: str, partition_data, acks: int, version: int, module
 ) -> tuple[dict, tuple | None]:
     """The partition's response fields, and (log, offset) when an fsync is due first."""
     fields = {
@@ -143,6 +162,7 @@ def _append(
             log.exception("produce to %s-%d failed", topic, partition_data.index)
         fields["error_code"] = code
         fields["error_message"] = getattr(exc, "message", None) or str(exc) or None
+        fields["record_errors"] = _record_errors(module, getattr(exc, "record_errors", ()))
         return fields, None
     fields["base_offset"] = info.first_offset
     fields["log_append_time"] = _log_append_time(info.log_append_time)
