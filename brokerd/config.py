@@ -615,6 +615,25 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             read_only=True,
         ),
         _broker("num.partitions", "int", 1, "partitions of auto-created topics", at_least=1),
+        # KIP-578's names (proposed, not in Kafka): unlimited by default, as Kafka is.
+        _broker(
+            "max.partitions",
+            "long",
+            LONG_MAX,
+            "partitions the cluster may hold; CreateTopics, CreatePartitions and "
+            "auto-creation past it fail with POLICY_VIOLATION (KIP-578)",
+            at_least=0,
+            read_only=True,
+        ),
+        _broker(
+            "max.broker.partitions",
+            "long",
+            LONG_MAX,
+            "partition replicas one broker may hold; a creation that would put more on any "
+            "broker fails with POLICY_VIOLATION (KIP-578)",
+            at_least=0,
+            read_only=True,
+        ),
         _broker(
             "default.replication.factor",
             "int",

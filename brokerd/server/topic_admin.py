@@ -10,6 +10,8 @@ from brokerd.config import ConfigError, validate_topic_overrides
 from brokerd.coordination.metadata import TopicInfo
 from brokerd.protocol.errors import ErrorCode, KafkaError
 
+from .partition_limits import check_broker_limit, check_new_partitions
+
 if TYPE_CHECKING:
     from .broker import Broker
 
@@ -55,9 +57,14 @@ def plan_assignment(
     replication_factor: int,
     explicit: Mapping[int, Sequence[int]] | None = None,
     first_partition: int = 0,
+    topic: str | None = None,
 ) -> dict[int, list[int]]:
-    """The replica assignment for new partitions: explicit (checked) or round-robin."""
+    """The replica assignment for new partitions: explicit (checked) or round-robin, within
+    the partition limits (checked before anything is laid out)."""
     if explicit:
+        check_new_partitions(
+            broker, topic, len(explicit), max(map(len, explicit.values())), first_partition
+        )
         live = set(broker.metadata.brokers)
         assignment = {}
         sizes = set()
@@ -84,6 +91,7 @@ def plan_assignment(
                 ErrorCode.invalid_replica_assignment,
                 "All partitions should have the same number of replicas",
             )
+        check_broker_limit(broker, assignment)
         return assignment
     if num_partitions < 1:
         raise KafkaError(
@@ -93,7 +101,18 @@ def plan_assignment(
         raise KafkaError(
             ErrorCode.invalid_replication_factor, "Replication factor must be larger than 0."
         )
-    return broker.controller.assign_replicas(num_partitions, replication_factor, first_partition)
+    brokers = len(broker.metadata.brokers) or 1
+    if replication_factor > brokers:
+        raise KafkaError(
+            ErrorCode.invalid_replication_factor,
+            f"Replication factor: {replication_factor} larger than available brokers: {brokers}.",
+        )
+    check_new_partitions(broker, topic, num_partitions, replication_factor, first_partition)
+    assignment = broker.controller.assign_replicas(
+        num_partitions, replication_factor, first_partition
+    )
+    check_broker_limit(broker, assignment)
+    return assignment
 
 
 async def create_topic(
@@ -113,7 +132,7 @@ async def create_topic(
             raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
         overrides = validate_configs(configs or {})
         assignment = plan_assignment(
-            broker, num_partitions, replication_factor, explicit_assignment
+            broker, num_partitions, replication_factor, explicit_assignment, topic=name
         )
         if validate_only:
             return assignment, overrides, None

@@ -204,7 +204,12 @@ async def handle_create_partitions(broker, request: Request):
                         current + i: list(a.broker_ids) for i, a in enumerate(topic.assignments)
                     }
                 assignment = plan_assignment(
-                    broker, topic.count - current, replication, explicit, first_partition=current
+                    broker,
+                    topic.count - current,
+                    replication,
+                    explicit,
+                    first_partition=current,
+                    topic=topic.name,
                 )
                 if not body.validate_only:
                     await broker.controller.create_partitions(info, assignment)
