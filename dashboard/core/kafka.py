@@ -27,6 +27,7 @@ from brokerd.client.results import AdminError, ConfigResource, NewTopic
 from brokerd.client.sync import SyncClient
 
 from .models import Cluster
+from .record_scan import PrefilterConsumer
 
 T = TypeVar("T")
 
@@ -108,17 +109,25 @@ class KafkaOps:
         positions: dict[int, int],
         partition_max_bytes: int = 1 << 20,
         max_bytes: int = 16 << 20,
+        needles: tuple[bytes, ...] = (),
+        ends: dict[int, int] | None = None,
     ) -> dict[int, PartitionData]:
         """One Fetch per leader from these offsets (partition -> offset), without waiting:
         per partition the records at or after its offset below the high watermark and the
-        offset to fetch next (past control batches and compaction gaps)."""
-        consumer = Consumer(
-            self.client,
-            max_wait=0,
-            min_bytes=0,
-            max_bytes=max_bytes,
-            max_partition_bytes=partition_max_bytes,
-        )
+        offset to fetch next (past control batches and compaction gaps). With `needles`,
+        whole batches below `ends` that lack one of them come as record_scan.SkippedBatch
+        items instead of their records."""
+        options = {
+            "max_wait": 0,
+            "min_bytes": 0,
+            "max_bytes": max_bytes,
+            "max_partition_bytes": partition_max_bytes,
+        }
+        if needles:
+            tp_ends = {(topic, p): end for p, end in (ends or {}).items()}
+            consumer = PrefilterConsumer(self.client, needles, tp_ends, **options)
+        else:
+            consumer = Consumer(self.client, **options)
         answers = await consumer.fetch({(topic, p): offset for p, offset in positions.items()})
         results = {}
         for (_topic, partition), data in answers.items():

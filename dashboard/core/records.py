@@ -29,6 +29,7 @@ from brokerd.client.partitioner import partition_for_key
 
 from .kafka import EARLIEST, LATEST, KafkaOps
 from .record_expr import compile_filter
+from .record_scan import SkippedBatch
 
 SCAN_TIME_BUDGET_S = 10.0
 # Per partition, the first fetch of a browse is small (a page of records needs little) and
@@ -89,6 +90,12 @@ def _bytes_test(needle: str, mode: str, field_name: str) -> Callable[[ConsumerRe
     return equals
 
 
+def filter_needles(query: dict) -> tuple[bytes, ...]:
+    """Byte strings every matching record's key or value holds (exact or substring alike):
+    a batch without one of them has no match and need not be decoded (record_scan)."""
+    return tuple(query[n].encode("utf-8") for n in ("key", "value") if query.get(n))
+
+
 def record_filter(query: dict) -> Callable[[ConsumerRecord], bool] | None:
     """The conjunction of the query's key, value and expression filters (None: none set).
     `key`/`value` match the UTF-8 bytes exactly, or as a substring with
@@ -146,10 +153,15 @@ def _partition_bytes(size: int, count: int) -> int:
     return max(MIN_PARTITION_BYTES, min(size, REQUEST_BYTES // max(1, count)))
 
 
-async def _fill(ops: KafkaOps, topic: str, parts: list[_Partition]) -> None:
-    """One fetch for every partition in `parts` (each below its end, buffer empty)."""
+async def _fill(
+    ops: KafkaOps, topic: str, parts: list[_Partition], needles: tuple[bytes, ...] = ()
+) -> None:
+    """One fetch for every partition in `parts` (each below its end, buffer empty); with
+    `needles`, batches that lack one come as SkippedBatch items."""
     size = _partition_bytes(max(p.fetch_bytes for p in parts), len(parts))
-    answers = await ops.fetch(topic, {p.id: p.position for p in parts}, size, REQUEST_BYTES)
+    positions = {p.id: p.position for p in parts}
+    ends = {p.id: p.end for p in parts}
+    answers = await ops.fetch(topic, positions, size, REQUEST_BYTES, needles, ends)
     for part in parts:
         data = answers[part.id]
         records = [r for r in data.records if r.offset < part.end]
@@ -276,6 +288,7 @@ async def browse_records(ops: KafkaOps, topic: str, query: dict) -> BrowseResult
         part.position = starts[part.id]
 
     matches = record_filter(query)
+    needles = filter_needles(query)
     limit, max_scan = query["limit"], query["max_scan"]
     deadline = time.monotonic() + SCAN_TIME_BUDGET_S
     matched: list[ConsumerRecord] = []
@@ -294,7 +307,7 @@ async def browse_records(ops: KafkaOps, topic: str, query: dict) -> BrowseResult
             if time.monotonic() > deadline:
                 stopped_by = "time"
                 break
-            await _fill(ops, topic, pending)
+            await _fill(ops, topic, pending, needles)
             refilled, pending = pending, []
             for part in refilled:
                 if part.buffer:
@@ -308,11 +321,22 @@ async def browse_records(ops: KafkaOps, topic: str, query: dict) -> BrowseResult
             break
         _, pid, _ = heapq.heappop(heap)
         part = by_id[pid]
-        record = part.buffer.popleft()
-        part.position = record.offset + 1
-        scanned += 1
-        if matches is None or matches(record):
-            matched.append(record)
+        record = part.buffer[0]
+        if isinstance(record, SkippedBatch):
+            if scanned and scanned + record.count > max_scan:
+                # A batch is skipped whole or not at all: this one is for the next page
+                # (the first of a page is always taken, so paging moves on).
+                stopped_by = "max_scan"
+                break
+            part.buffer.popleft()
+            part.position = record.next_offset
+            scanned += record.count
+        else:
+            part.buffer.popleft()
+            part.position = record.offset + 1
+            scanned += 1
+            if matches is None or matches(record):
+                matched.append(record)
         if part.buffer:
             head = part.buffer[0]
             heapq.heappush(heap, (head.timestamp, pid, head.offset))
