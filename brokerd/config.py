@@ -750,6 +750,40 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             read_only=True,
         ),
         _broker(
+            "queued.max.request.bytes",
+            "long",
+            -1,
+            "bytes of requests being read or handled before no more are read (-1: no limit)",
+            read_only=True,
+        ),
+        _broker(
+            "connections.max.idle.ms",
+            "long",
+            600000,
+            "close a connection that received nothing and owed nothing this long (-1: never)",
+            read_only=True,
+        ),
+        _broker(
+            "max.connections",
+            "int",
+            INT_MAX,
+            "connections open at once, broker-wide; at the limit no more are accepted",
+            at_least=0,
+        ),
+        _broker(
+            "max.connections.per.ip",
+            "int",
+            INT_MAX,
+            "connections from one address; one more is closed as soon as it is accepted",
+            at_least=0,
+        ),
+        _broker(
+            "max.connections.per.ip.overrides",
+            "string",
+            "",
+            "max.connections.per.ip by host or address, e.g. hostName:100,127.0.0.1:200",
+        ),
+        _broker(
             "fetch.max.bytes",
             "int",
             57671680,
@@ -1007,6 +1041,26 @@ class Endpoint:
     @property
     def uri(self) -> str:
         return f"{self.listener_name}://{self.host}:{self.port}"
+
+
+_VALID_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")  # Kafka's Utils.validHostPattern
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_connection_overrides(text: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides as Kafka reads it: `host:count` pairs separated by
+    commas, split at the last colon (so IPv6 addresses work)."""
+    overrides: dict[str, int] = {}
+    for entry in re.split(r"\s*,\s*", text.strip()) if text.strip() else ():
+        host, colon, count = entry.rpartition(":")
+        host, count = host.strip(), count.strip()
+        if not colon or not _VALID_HOST.fullmatch(host) or not _JAVA_INT.fullmatch(count):
+            raise ConfigError(f"max.connections.per.ip.overrides: invalid entry {entry!r}")
+        value = int(count)
+        if not -INT_MAX - 1 <= value <= INT_MAX:
+            raise ConfigError(f"max.connections.per.ip.overrides: {count} is not an int")
+        overrides[host] = value
+    return overrides
 
 
 def parse_host_port(text: str, key: str) -> tuple[str, int]:
@@ -1305,6 +1359,17 @@ class BrokerConfig:
         self._validate_inter_broker_listeners(advertised)
         if self.get("message.max.bytes") > self.get("socket.request.max.bytes"):
             raise ConfigError("message.max.bytes: exceeds socket.request.max.bytes")
+        queued_bytes = self.get("queued.max.request.bytes")
+        if 0 < queued_bytes < self.get("socket.request.max.bytes"):
+            raise ConfigError(
+                "queued.max.request.bytes: must be larger or equal to socket.request.max.bytes"
+            )
+        overrides = parse_connection_overrides(self.get("max.connections.per.ip.overrides"))
+        if self.get("max.connections.per.ip") == 0 and not overrides:
+            raise ConfigError(
+                "max.connections.per.ip: can be set to zero only if "
+                "max.connections.per.ip.overrides property is set"
+            )
         self.log_config()  # the topic defaults must resolve
         parse_host_port(self.get("admin.listener"), "admin.listener")
         from brokerd.server.failure_probes import parse_probe  # the points live there

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,11 +57,19 @@ class Request:
 
 
 async def read_frame(
-    reader: asyncio.StreamReader, max_bytes: int, min_size: int = FIXED_HEADER.size
+    reader: asyncio.StreamReader,
+    max_bytes: int,
+    min_size: int = FIXED_HEADER.size,
+    admit: Callable[[int], Awaitable[object]] | None = None,
+    progressed: Callable[[], object] | None = None,
 ) -> bytes | None:
     """The next frame's payload, or None at a clean end of stream between frames.
 
     `min_size` is a request header's; a client reading responses passes 4 (a correlation id).
+    The payload is read as its bytes arrive: memory grows with what the peer really sent,
+    never with what its size prefix claims. `admit(size)`, awaited once the size is known and
+    checked and before the payload is read, may hold reading back (the broker's
+    queued.max.request.bytes); `progressed()` is called whenever bytes came in.
     """
     try:
         prefix = await reader.readexactly(SIZE.size)
@@ -68,15 +77,26 @@ async def read_frame(
         if not exc.partial:
             return None
         raise FrameError("connection closed inside a size prefix") from exc
+    if progressed is not None:
+        progressed()
     (size,) = SIZE.unpack(prefix)
     if size < min_size:
         raise FrameError(f"invalid frame size {size}")
     if size > max_bytes:
         raise FrameError(f"frame of {size} bytes exceeds socket.request.max.bytes {max_bytes}")
-    try:
-        return await reader.readexactly(size)
-    except asyncio.IncompleteReadError as exc:
-        raise FrameError(f"connection closed {size - len(exc.partial)} bytes short") from exc
+    if admit is not None:
+        await admit(size)
+    chunks = []
+    remaining = size
+    while remaining:
+        chunk = await reader.read(remaining)  # what is buffered, up to the frame's end
+        if not chunk:
+            raise FrameError(f"connection closed {remaining} bytes short")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+        if progressed is not None:
+            progressed()
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one chunk: no copy
 
 
 def peek_header(frame: bytes) -> tuple[int, int, int]:

@@ -23,11 +23,13 @@ from brokerd.coordination.producer_ids import ProducerIdManager
 from brokerd.groups.coordinator import GroupCoordinator
 from brokerd.util.background import BackgroundTasks
 
+from .connection_quotas import ConnectionQuotas
 from .dispatcher import Dispatcher
 from .dynamic_broker_config import DynamicBrokerConfigs
 from .failure_probes import FailureProbes
 from .fetch_session import FetchSessionCache
 from .listener import Listener
+from .memory_pool import RequestMemoryPool
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,8 @@ class Broker:
             config.get("max.incremental.fetch.session.cache.slots")
         )
         self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
+        self.connection_quotas = ConnectionQuotas(config)
+        self.request_memory = RequestMemoryPool(config.get("queued.max.request.bytes"))
         self.listeners = [Listener(self, endpoint) for endpoint in config.listeners]
         self.dispatcher = Dispatcher(self)
         self.metrics = BrokerMetrics()

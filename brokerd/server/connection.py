@@ -1,9 +1,12 @@
-"""One client connection: pipelined requests, answered strictly in request order.
+"""One client connection: pipelined requests, handled and answered in request order.
 
-A reader task parses frames and starts each request's handler at once (so a long-polling
-Fetch does not stall the parsing of what follows); a writer task awaits the handlers in
-arrival order and writes their responses. A frame that cannot be read, or an API the broker
-does not advertise, ends this connection only: responses already owed are written first.
+A reader task reads each frame as its bytes arrive, within queued.max.request.bytes (shared
+by every connection, see memory_pool.py), decodes it and starts its handler when its turn
+has come (request_order.py: after the requests before it, as Kafka handles one request per
+connection at a time); a writer task awaits the handlers in order and writes their
+responses. A connection that received nothing and owed nothing for connections.max.idle.ms
+is closed, a half-sent frame included. A frame that cannot be read, or an API the broker does
+not advertise, ends this connection only: responses already owed are written first.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from brokerd.protocol import framing
-from brokerd.protocol.framing import FrameError, Request, UnsupportedRequest
+from brokerd.protocol.framing import FrameError, Request
+
+from .memory_pool import UNBOUNDED, Reservation
+from .request_order import RequestSequencer
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -70,21 +76,58 @@ class Connection:
         self.writer = writer
         self.peer = writer.get_extra_info("peername")
         self.max_request_bytes = broker.config.get("socket.request.max.bytes")
-        self._pending: asyncio.Queue = asyncio.Queue(broker.config.get("queued.max.requests"))
+        self._loop = asyncio.get_running_loop()
+        self._memory = broker.request_memory
+        self._reading: Reservation = UNBOUNDED  # the frame being read
+        self._sequencer = RequestSequencer()
+        # Requests started or waiting to: at most queued.max.requests read ahead.
+        self._slots = asyncio.Semaphore(broker.config.get("queued.max.requests"))
+        self._pending: asyncio.Queue = asyncio.Queue()  # (request, handling), in order
+        self._owed = 0  # requests started and not answered yet
         self._read_task: asyncio.Task | None = None
+        self.last_active = self._loop.time()  # bytes received, or the last owed answer sent
+        self._max_idle_s = broker.config.get("connections.max.idle.ms") / 1000
+        self._idle_check: asyncio.TimerHandle | None = None
 
     async def serve(self) -> None:
         self._read_task = asyncio.create_task(self._read_requests())
         write_task = asyncio.create_task(self._write_responses())
+        self._schedule_idle_check(self.last_active + self._max_idle_s)
         try:
             # wait() rather than await: cancelling the reader (shutdown) must not cancel us.
             await asyncio.wait([self._read_task])
         finally:
-            await self._pending.put(_END)
+            self._pending.put_nowait(_END)
             try:
                 await asyncio.wait([write_task])
             finally:
+                if self._idle_check is not None:
+                    self._idle_check.cancel()
                 self.writer.close()
+
+    # Idle expiry (connections.max.idle.ms) --------------------------------------------------
+    def _schedule_idle_check(self, when: float) -> None:
+        if self._max_idle_s >= 0:
+            self._idle_check = self._loop.call_at(when, self._expire_if_idle)
+
+    def _expire_if_idle(self) -> None:
+        """Close the connection if it has received nothing for connections.max.idle.ms and
+        owes no answer (a client waiting on a long poll or a rebalance is not idle)."""
+        now = self._loop.time()
+        if self._owed:
+            self._schedule_idle_check(now + self._max_idle_s)
+        elif now - self.last_active < self._max_idle_s:
+            self._schedule_idle_check(self.last_active + self._max_idle_s)
+        else:
+            log.info(
+                "closing connection from %s: idle for more than connections.max.idle.ms (%d)",
+                self.peer,
+                self._max_idle_s * 1000,
+            )
+            self._abandon()
+
+    def _bytes_received(self) -> None:
+        self.last_active = self._loop.time()
 
     def stop_reading(self) -> None:
         """Read no further requests; those already read are still answered."""
@@ -92,21 +135,47 @@ class Connection:
             self._read_task.cancel()
 
     async def _read_requests(self) -> None:
-        while True:
-            try:
-                frame = await framing.read_frame(self.reader, self.max_request_bytes)
-                if frame is None:
-                    return
-                request = framing.decode_request(frame)
-                self.broker.metrics.request_received(request)
-            except UnsupportedRequest as exc:
-                log.info("closing connection from %s: %s", self.peer, exc)
-                return
-            except (FrameError, ConnectionError) as exc:
-                log.info("closing connection from %s: %s", self.peer, exc)
-                return
-            handling = asyncio.create_task(self._handle(request))
-            await self._pending.put((request, handling))
+        try:
+            while (request := await self._read_request()) is not None:
+                await self._start_in_turn(request)
+        finally:
+            self._reading.release()  # a frame cut short, or read and never started
+
+    async def _read_request(self) -> Request | None:
+        """The next request, its memory held in `self._reading`; None to stop reading."""
+        try:
+            frame = await framing.read_frame(
+                self.reader,
+                self.max_request_bytes,
+                admit=self._admit,
+                progressed=self._bytes_received,
+            )
+            if frame is None:
+                return None
+            request = framing.decode_request(frame)
+        except (FrameError, ConnectionError) as exc:  # UnsupportedRequest included
+            log.info("closing connection from %s: %s", self.peer, exc)
+            return None
+        self.broker.metrics.request_received(request)
+        return request
+
+    async def _admit(self, size: int) -> None:
+        """queued.max.request.bytes: wait (reading nothing) until the pool has room."""
+        self._reading = await self._memory.reserve(size)
+
+    async def _start_in_turn(self, request: Request) -> None:
+        await self._slots.acquire()
+        try:
+            await self._sequencer.wait_turn(request.api_key)
+        except BaseException:
+            self._slots.release()
+            raise
+        held, self._reading = self._reading, UNBOUNDED
+        handling = self._sequencer.start(request.api_key, self._handle(request))
+        # As Kafka releases a request's buffer: once it has been handled.
+        handling.add_done_callback(lambda _: held.release())
+        self._owed += 1
+        self._pending.put_nowait((request, handling))
 
     async def _handle(self, request: Request) -> Any:
         current_peer.set(self.peer)
@@ -123,38 +192,47 @@ class Connection:
             item = await self._pending.get()
             if item is _END:
                 return
-            request, handling = item
             try:
-                response = await handling
-            except Exception:
-                log.exception(
-                    "%s v%d from %s failed; closing the connection",
-                    request.name,
-                    request.api_version,
-                    self.peer,
-                )
-                self._abandon()
-                return
-            if response is None:
-                continue  # acks=0 produce: no response at all
-            try:
-                await self._send(response)
-                self.broker.metrics.response_sent(
-                    request, len(response) if isinstance(response, bytes) else response.size
-                )
-            except (ConnectionError, OSError) as exc:
-                log.info("connection from %s lost while writing: %s", self.peer, exc)
-                self._abandon()
-                return
-            except Exception:
-                # Anything else half-wrote a response: the stream is no longer framed, so
-                # the client must be disconnected rather than left waiting.
-                log.exception("writing a %s response to %s failed", request.name, self.peer)
-                self._abandon()
-                return
+                if not await self._answer(*item):
+                    return
             finally:
-                if isinstance(response, ResponseParts):
-                    response.release()
+                self._owed -= 1
+                self._slots.release()
+                if not self._owed:
+                    self.last_active = self._loop.time()
+
+    async def _answer(self, request: Request, handling: asyncio.Task) -> bool:
+        """Write one response; False if the connection had to be given up."""
+        try:
+            response = await handling
+        except Exception:
+            log.exception(
+                "%s v%d from %s failed; closing the connection",
+                request.name,
+                request.api_version,
+                self.peer,
+            )
+            self._abandon()
+            return False
+        if response is None:
+            return True  # acks=0 produce: no response at all
+        try:
+            await self._send(response)
+            self.broker.metrics.response_sent(
+                request, len(response) if isinstance(response, bytes) else response.size
+            )
+            return True
+        except (ConnectionError, OSError) as exc:
+            log.info("connection from %s lost while writing: %s", self.peer, exc)
+        except Exception:
+            # Anything else half-wrote a response: the stream is no longer framed, so
+            # the client must be disconnected rather than left waiting.
+            log.exception("writing a %s response to %s failed", request.name, self.peer)
+        finally:
+            if isinstance(response, ResponseParts):
+                response.release()
+        self._abandon()
+        return False
 
     async def _send(self, response: bytes | ResponseParts) -> None:
         if isinstance(response, bytes):
@@ -181,5 +259,15 @@ class Connection:
         while not self._pending.empty():
             item = self._pending.get_nowait()
             if item is not _END:
-                item[1].cancel()
+                _drop(item[1])
         self.writer.close()
+
+
+def _drop(handling: asyncio.Task) -> None:
+    """Cancel an unanswered request, or free the file regions of an answer never sent."""
+    if not handling.done():
+        handling.cancel()
+    elif not handling.cancelled() and handling.exception() is None:
+        response = handling.result()
+        if isinstance(response, ResponseParts):
+            response.release()

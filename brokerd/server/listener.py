@@ -1,14 +1,18 @@
-"""The asyncio servers for the broker's listeners, and the set of live connections."""
+"""The broker's listeners: listening sockets, accepting within the connection quotas
+(connection_quotas.py), and the set of live connections."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 from typing import TYPE_CHECKING
 
 from brokerd.config import Endpoint
 
 from .connection import Connection
+from .connection_quotas import normalized_ip
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -16,6 +20,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DRAIN_TIMEOUT_S = 10  # SIGTERM answers in-flight requests for at most this long
+BACKLOG = 100  # pending connections the kernel keeps while the broker does not accept
+# A connection's StreamReader stops reading from the socket past twice this many buffered
+# bytes: what a client sends ahead of what the broker reads stays in its socket buffer.
+STREAM_LIMIT = 1 << 16
+# Out of descriptors or memory: accepting is paused this long (the kernel keeps the backlog).
+ACCEPT_RETRY_S = 1.0
+_RESOURCE_ERRORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
 class Listener:
@@ -24,37 +35,150 @@ class Listener:
     def __init__(self, broker: Broker, endpoint: Endpoint):
         self.broker = broker
         self.endpoint = endpoint
-        self.server: asyncio.Server | None = None
+        self.quotas = broker.connection_quotas
+        self.sockets: list[socket.socket] = []
         self.connections: set[Connection] = set()
         self._tasks: set[asyncio.Task] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._accepting = False
+
+    @property
+    def server(self) -> list[socket.socket] | None:
+        """The listening sockets while listening, else None."""
+        return self.sockets or None
 
     @property
     def bound_port(self) -> int:
-        assert self.server is not None
-        return self.server.sockets[0].getsockname()[1]
+        return self.sockets[0].getsockname()[1]
+
+    @property
+    def name(self) -> str:
+        return self.endpoint.listener_name
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         host = self.endpoint.host or None  # empty host: all interfaces, as Kafka does
-        self.server = await asyncio.start_server(
-            self._accept, host, self.endpoint.port, reuse_address=True, limit=1 << 16
+        infos = await self._loop.getaddrinfo(
+            host, self.endpoint.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )
+        try:
+            for family, kind, proto, _, address in dict.fromkeys(infos):
+                sock = socket.socket(family, kind, proto)
+                self.sockets.append(sock)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                try:
+                    sock.bind(address)
+                except OSError as exc:
+                    raise OSError(
+                        exc.errno, f"cannot bind {self.endpoint.uri} on {address}: {exc.strerror}"
+                    ) from exc
+                sock.listen(BACKLOG)
+                sock.setblocking(False)
+        except OSError:
+            self._close_sockets()
+            raise
+        self.quotas.add_listener(self.name)
+        self._resume_accepting()
         log.info("listening on %s (port %d)", self.endpoint.uri, self.bound_port)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = Connection(self.broker, reader, writer, self.endpoint.listener_name)
-        self.connections.add(connection)
-        self._tasks.add(asyncio.current_task())
+    # Accepting ---------------------------------------------------------------------------
+    def _resume_accepting(self) -> None:
+        if self._accepting or not self.sockets:
+            return
+        self._accepting = True
+        for sock in self.sockets:
+            self._loop.add_reader(sock, self._accept_ready, sock)
+
+    def _pause_accepting(self) -> None:
+        if self._accepting:
+            self._accepting = False
+            for sock in self.sockets:
+                self._loop.remove_reader(sock)
+
+    def _accept_ready(self, sock: socket.socket) -> None:
+        for _ in range(BACKLOG):
+            if not self.quotas.slot_available(self.name):
+                # max.connections: accept nothing more until a connection closes, as Kafka's
+                # acceptor waits for a slot; clients wait in the listen backlog.
+                log.debug("%s: max.connections reached, not accepting", self.name)
+                self._pause_accepting()
+                self.quotas.when_slot_frees(self._resume_accepting)
+                return
+            try:
+                conn, address = sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno not in _RESOURCE_ERRORS:
+                    continue  # e.g. the client gave up before we got to it
+                log.error(
+                    "accepting on %s failed (%s); pausing %.0fs", self.name, exc, ACCEPT_RETRY_S
+                )
+                self._pause_accepting()
+                self._loop.call_later(ACCEPT_RETRY_S, self._resume_accepting)
+                return
+            self._admit(conn, address)
+
+    def _admit(self, conn: socket.socket, address: tuple) -> None:
+        ip = normalized_ip(address[0])
+        if not self.quotas.register(self.name, ip):
+            log.info(
+                "Rejected connection from %s, address already has the configured maximum of "
+                "%d connections.",
+                ip,
+                self.quotas.limit_for(ip),
+            )
+            conn.close()
+            return
+        if self.quotas.max_connections_exceeded():  # only a protected listener gets here
+            self._close_least_recently_active_elsewhere()
+        task = self._loop.create_task(self._serve(conn, ip))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _close_least_recently_active_elsewhere(self) -> None:
+        others = [
+            connection
+            for listener in self.broker.listeners
+            if listener is not self
+            for connection in listener.connections
+        ]
+        if others:
+            victim = min(others, key=lambda connection: connection.last_active)
+            log.info("max.connections exceeded: closing connection from %s", victim.peer)
+            victim.abandon()
+
+    async def _serve(self, conn: socket.socket, ip: str) -> None:
+        connection = None
         try:
+            conn.setblocking(False)
+            reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+            protocol = asyncio.StreamReaderProtocol(reader)
+            transport, _ = await self._loop.connect_accepted_socket(lambda: protocol, conn)
+            writer = asyncio.StreamWriter(transport, protocol, reader, self._loop)
+            connection = Connection(self.broker, reader, writer, self.name)
+            self.connections.add(connection)
             await connection.serve()
         except Exception:
-            log.exception("connection from %s failed", connection.peer)
+            log.exception("connection from %s failed", ip)
+            if connection is None:
+                conn.close()
         finally:
-            self.connections.discard(connection)
-            self._tasks.discard(asyncio.current_task())
+            if connection is not None:
+                self.connections.discard(connection)
+            self.quotas.unregister(self.name, ip)
 
+    # Shutdown ----------------------------------------------------------------------------
     def stop_accepting(self) -> None:
-        if self.server is not None:
-            self.server.close()
+        self._pause_accepting()
+        self._close_sockets()
+
+    def _close_sockets(self) -> None:
+        for sock in self.sockets:
+            sock.close()
+        self.sockets = []
 
     async def drain(self) -> None:
         """Stop reading new requests on every connection; wait for owed responses."""
