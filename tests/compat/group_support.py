@@ -16,11 +16,22 @@ from tests.harness import ROOT
 
 
 class Member:
-    def __init__(self, client: str, bootstrap: str, group: str, topic: str, **options):
+    """A member process: tests.compat.group_member, or another `module` with its interface
+    (flags and JSON lines)."""
+
+    def __init__(
+        self,
+        client: str,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        module: str = "tests.compat.group_member",
+        **options,
+    ):
         command = [
             sys.executable,
             "-m",
-            "tests.compat.group_member",
+            module,
             "--client",
             client,
             "--bootstrap",
