@@ -48,11 +48,13 @@ class Controller:
         cache: MetadataCache,
         config=None,
         endpoint_for=None,
+        probes=None,
     ):
         self.zk = zk_client
         self.broker_id = broker_id
         self.cache = cache
         self.config = config
+        self.probes = probes  # the broker's FailureProbes (tests hold points with them)
         self.epoch = 0
         self.epoch_zk_version = -1  # /controller_epoch's version when this broker took office
         self.on_topic_deleted: list[PartitionsCallback] = []
@@ -105,6 +107,10 @@ class Controller:
 
     def _spawn(self, coroutine) -> None:
         self._tasks.spawn(coroutine)
+
+    async def _probe(self, point: str) -> None:
+        if self.probes is not None:
+            await self.probes.reached("controller", point)
 
     async def stop(self) -> None:
         self.stopped = True
@@ -384,7 +390,7 @@ class Controller:
         async with self._events:
             await self.cache.refresh_topics()
             self.live = await self._read_live_brokers()
-            await self.zk.children(zk.BROKER_IDS, watch=self._brokers_changed)
+            await self._probe("failover")
             await self.zk.children(zk.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed)
             changed = await self._elect_offline(set(self.live))
             everything = self._all_partitions()
@@ -394,8 +400,11 @@ class Controller:
             del changed
 
     async def _read_live_brokers(self) -> dict[int, int]:
+        """Registered broker ids and their registrations' czxids. /brokers/ids is watched by
+        the very read that lists it: a broker registering after the read fires the watch,
+        even one registering while a new controller is still taking office."""
         live = {}
-        for child in await self.zk.children(zk.BROKER_IDS):
+        for child in await self.zk.children(zk.BROKER_IDS, watch=self._brokers_changed):
             czxid = await self.zk.creation_zxid(zk.broker_path(int(child)))
             if czxid is not None:
                 live[int(child)] = czxid
@@ -409,7 +418,6 @@ class Controller:
         async with self._events:
             if not self.is_active:
                 return
-            await self.zk.children(zk.BROKER_IDS, watch=self._brokers_changed)
             now = await self._read_live_brokers()
             dead = {b for b, z in self.live.items() if now.get(b) != z}
             new = {b for b, z in now.items() if self.live.get(b) != z}

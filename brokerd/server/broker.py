@@ -47,16 +47,17 @@ class Broker:
         )
         self.metadata = MetadataCache(self.zk)
         self.control_epochs = ControlRequestEpochs(self.zk, self.broker_id)
+        self.failure_probes = FailureProbes(config.get("failure.probes"))
         self.controller = Controller(
             self.zk,
             self.broker_id,
             self.metadata,
             config,
             endpoint_for=lambda info: self.replicas.inter_broker_endpoint(info),
+            probes=self.failure_probes,
         )
         self.replicas = ReplicaManager(self)
         self.dynamic_configs = DynamicBrokerConfigs(self)
-        self.failure_probes = FailureProbes(config.get("failure.probes"))
         self.groups = GroupCoordinator(self)
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
         self.fetch_sessions = FetchSessionCache(

@@ -10,6 +10,9 @@ Points:
     group_coordinator.load  before a gained __consumer_offsets partition is read into the
                             group coordinator (requests for its groups get
                             COORDINATOR_LOAD_IN_PROGRESS meanwhile)
+    controller.failover     a new controller has read the registered brokers and has told
+                            none of them anything yet (brokers registering meanwhile must
+                            still be taken in)
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from brokerd.config import ConfigError
 
 log = logging.getLogger(__name__)
 
-POINTS = frozenset({("group_coordinator", "load")})
+POINTS = frozenset({("group_coordinator", "load"), ("controller", "failover")})
 SUSPEND = "suspend"
 
 

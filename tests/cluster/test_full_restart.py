@@ -24,12 +24,14 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kazoo.client import KazooClient
 
 from brokerd.groups.offsets_topic import TOPIC as OFFSETS_TOPIC
 from brokerd.groups.offsets_topic import partition_for
 from tests.compat.group_support import Member, group_story
 from tests.harness import ZooKeeper
+from tests.integration.test_admin_api import admin_for
 
 from .checker import Workload, create_topic
 from .conftest import Cluster
@@ -258,3 +260,97 @@ def test_groups_resume_after_kill_and_restart(
             assert not missing, (
                 f"{group} never processed {topic_name}-{partition} {sorted(missing)[:10]}"
             )
+
+
+def _registered(cluster) -> set[int]:
+    client = KazooClient(hosts=cluster.brokers[1].props["zookeeper.connect"])
+    client.start(timeout=15)
+    try:
+        found = set(map(int, client.get_children("/brokers/ids")))
+        if client.exists("/controller"):
+            found.add(-1)  # a controller is registered too
+        return found
+    finally:
+        client.stop()
+        client.close()
+
+
+def _fully_replicated(cluster, topic: str, partitions: int) -> bool:
+    """Each partition's leader (its own admin API's word) has every broker in the ISR."""
+    full = set()
+    for broker in cluster.brokers.values():
+        admin = admin_for(broker)
+        for partition in range(partitions):
+            status, view = admin.get(f"/v1/partitions/{topic}/{partition}")
+            if status == 200 and view["is_leader"] and len(view["isr"]) == len(cluster.brokers):
+                full.add(partition)
+    return len(full) == partitions
+
+
+def _consume_through(broker, group: str, topic: str, count: int) -> None:
+    """A new group reads `count` records with `broker` as its only bootstrap server."""
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    seen = 0
+    deadline = time.monotonic() + REJOIN_TIMEOUT_S
+    try:
+        while seen < count:
+            assert time.monotonic() < deadline, (
+                f"a group bootstrapped at broker {broker.broker_id} read {seen} of {count}"
+            )
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                seen += 1
+    finally:
+        consumer.close()
+
+
+def test_brokers_registering_while_a_new_controller_takes_office_are_taken_in(cluster, topic_name):
+    """After a full restart the brokers register at about the time the first of them takes
+    office as controller. One registering after the new controller read /brokers/ids must
+    still be taken in (its replicas, its metadata), or it never leads or follows anything
+    and answers FindCoordinator from a cache nobody updates. The failure probe holds the
+    new controller right after that read while the others register."""
+    create_topic(cluster, topic_name, partitions=PARTITIONS)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for n in range(30):
+        producer.produce(topic_name, str(n).encode(), partition=n % PARTITIONS)
+    assert producer.flush(30) == 0
+    _consume_through(cluster.brokers[1], f"before-{topic_name}", topic_name, 30)
+    cluster.wait_full_isr(OFFSETS_TOPIC, partitions=OFFSETS_PARTITIONS)
+
+    cluster.kill_all()
+    _wait_until(lambda: not _registered(cluster), 30, "the old sessions to expire")
+    first, *others = cluster.brokers.values()
+    starting = threading.Thread(
+        target=first.start,
+        kwargs={"timeout": 90, "overrides": {"failure.probes": "controller.failover=suspend"}},
+        daemon=True,
+    )
+    starting.start()
+    _wait_until(
+        lambda: "failure probe controller.failover: suspended" in first.output,
+        60,
+        "broker 1 to take office and stop at the probe",
+    )
+    late = threading.Thread(target=_start_in_parallel, args=(others,), daemon=True)
+    late.start()
+    _wait_until(lambda: _registered(cluster) == {-1, 1, 2, 3}, 60, "brokers 2 and 3 to register")
+    admin_for(first).ok("DELETE", "/v1/failure-probes/controller/failover")
+    starting.join(90)
+    late.join(90)
+    assert all(b.alive() for b in cluster.brokers.values())
+
+    # The controller knows them: every partition is replicated by all three again (as its
+    # leader sees it: a broker left out still serves its stale view of before the kill)...
+    for topic, count in ((topic_name, PARTITIONS), (OFFSETS_TOPIC, OFFSETS_PARTITIONS)):
+        _wait_until(
+            lambda t=topic, c=count: _fully_replicated(cluster, t, c),
+            REJOIN_TIMEOUT_S,
+            f"every partition of {topic} to have all three replicas in its ISR",
+        )
+    # ...and a group finds its coordinator through any of them.
+    for broker in cluster.brokers.values():
+        _consume_through(broker, f"after-{broker.broker_id}-{topic_name}", topic_name, 30)
