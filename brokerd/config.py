@@ -502,6 +502,33 @@ _BROKER_UNIT_DEFAULTS: dict[str, Any] = {
 }
 
 
+_VALID_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")  # Kafka's Utils.validHostPattern
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_connection_overrides(text: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides as Kafka reads it: `host:count` pairs separated by
+    commas, split at the last colon (so IPv6 addresses work)."""
+    overrides: dict[str, int] = {}
+    for entry in re.split(r"\s*,\s*", text.strip()) if text.strip() else ():
+        host, colon, count = entry.rpartition(":")
+        host, count = host.strip(), count.strip()
+        if not colon or not _VALID_HOST.fullmatch(host) or not _JAVA_INT.fullmatch(count):
+            raise ConfigError(f"max.connections.per.ip.overrides: invalid entry {entry!r}")
+        value = int(count)
+        if not -INT_MAX - 1 <= value <= INT_MAX:
+            raise ConfigError(f"max.connections.per.ip.overrides: {count} is not an int")
+        overrides[host] = value
+    return overrides
+
+
+def _valid_connection_overrides(_name: str, value: str) -> None:
+    try:
+        parse_connection_overrides(value)
+    except ConfigError as exc:
+        raise config_catalog.InvalidValue(str(exc)) from exc
+
+
 def _broker(name, type_, default, doc, **kw) -> ConfigDef:
     return ConfigDef(name, type_, default, doc, **kw)
 
@@ -782,6 +809,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "string",
             "",
             "max.connections.per.ip by host or address, e.g. hostName:100,127.0.0.1:200",
+            validator=_valid_connection_overrides,
         ),
         _broker(
             "fetch.max.bytes",
@@ -1041,26 +1069,6 @@ class Endpoint:
     @property
     def uri(self) -> str:
         return f"{self.listener_name}://{self.host}:{self.port}"
-
-
-_VALID_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")  # Kafka's Utils.validHostPattern
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-
-
-def parse_connection_overrides(text: str) -> dict[str, int]:
-    """max.connections.per.ip.overrides as Kafka reads it: `host:count` pairs separated by
-    commas, split at the last colon (so IPv6 addresses work)."""
-    overrides: dict[str, int] = {}
-    for entry in re.split(r"\s*,\s*", text.strip()) if text.strip() else ():
-        host, colon, count = entry.rpartition(":")
-        host, count = host.strip(), count.strip()
-        if not colon or not _VALID_HOST.fullmatch(host) or not _JAVA_INT.fullmatch(count):
-            raise ConfigError(f"max.connections.per.ip.overrides: invalid entry {entry!r}")
-        value = int(count)
-        if not -INT_MAX - 1 <= value <= INT_MAX:
-            raise ConfigError(f"max.connections.per.ip.overrides: {count} is not an int")
-        overrides[host] = value
-    return overrides
 
 
 def parse_host_port(text: str, key: str) -> tuple[str, int]:

@@ -5,6 +5,7 @@ from brokerd.config import (
     SOURCE_STATIC_BROKER,
     BrokerConfig,
     ConfigError,
+    parse_connection_overrides,
     parse_properties,
     resolve_topic_config,
 )
@@ -63,3 +64,43 @@ def test_dynamic_updates_only_for_dynamic_keys():
     assert config.validate_dynamic({"log.retention.ms": "1000"}) == {"log.retention.ms": 1000}
     with pytest.raises(ConfigError, match="broker.id"):
         config.validate_dynamic({"broker.id": "2"})
+
+
+@pytest.mark.parametrize(
+    ("props", "key"),
+    [
+        ({"queued.max.request.bytes": "1000"}, "queued.max.request.bytes"),
+        ({"max.connections.per.ip": "0"}, "max.connections.per.ip"),
+        ({"max.connections.per.ip.overrides": "no-count"}, "max.connections.per.ip.overrides"),
+        ({"max.connections.per.ip.overrides": "bad host:3"}, "max.connections.per.ip.overrides"),
+        ({"max.connections.per.ip.overrides": "h:x"}, "max.connections.per.ip.overrides"),
+        ({"max.connections": "-1"}, "max.connections"),
+    ],
+)
+def test_connection_limits_are_validated_as_kafka_does(props, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        BrokerConfig({**BASE, **props})
+
+
+def test_connection_limit_defaults_and_overrides():
+    config = BrokerConfig(BASE)
+    assert config.get("queued.max.request.bytes") == -1
+    assert config.get("connections.max.idle.ms") == 600000
+    assert config.get("max.connections") == config.get("max.connections.per.ip") == 2147483647
+    config = BrokerConfig(
+        {
+            **BASE,
+            "queued.max.request.bytes": "104857600",
+            "max.connections.per.ip": "0",
+            "max.connections.per.ip.overrides": "hostName:100, 127.0.0.1:200,::1:5",
+        }
+    )
+    assert parse_connection_overrides(config.get("max.connections.per.ip.overrides")) == {
+        "hostName": 100,
+        "127.0.0.1": 200,
+        "::1": 5,
+    }
+    # Dynamic (cluster-wide in Kafka), and checked the same way.
+    assert config.validate_dynamic({"max.connections": "10"}) == {"max.connections": 10}
+    with pytest.raises(ConfigError, match="max.connections.per.ip.overrides"):
+        config.validate_dynamic({"max.connections.per.ip.overrides": "nope"})
