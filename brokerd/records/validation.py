@@ -98,6 +98,8 @@ def walk_records(buf, pos: int, end: int, count: int) -> None:
             # attributes (unused in v2), then timestampDelta (varlong): skipped
             if buf[pos + 1] < 0x80:
                 pos += 2
+            elif buf[pos + 2] < 0x80:
+                pos += 3
             else:
                 pos = _slow_varint(buf, pos + 1, _VARLONG_BYTES)[1]
             # offsetDelta (varint)
