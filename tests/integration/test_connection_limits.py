@@ -232,7 +232,8 @@ def test_max_connections_stops_accepting_until_one_closes(make_broker):
     waiting = None
     try:
         for _ in range(6):
-            client = WireClient(broker.bootstrap, timeout=3)
+            # Unanswered for 5 s: waiting in the backlog (an accepted one answers in ms).
+            client = WireClient(broker.bootstrap, timeout=5 if served else 30)
             try:
                 client.call(request(18, 0))
             except TimeoutError:
@@ -261,7 +262,8 @@ def test_inter_broker_listener_is_accepted_over_max_connections(make_broker):
     waiting = None
     try:
         for _ in range(5):
-            client = WireClient(broker.bootstrap, timeout=3)
+            # Unanswered for 5 s: waiting in the backlog (an accepted one answers in ms).
+            client = WireClient(broker.bootstrap, timeout=5 if served else 30)
             try:
                 client.call(request(18, 0))
             except TimeoutError:
