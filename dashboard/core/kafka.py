@@ -19,7 +19,7 @@ from django.conf import settings
 
 from brokerd.client.admin import AdminClient
 from brokerd.client.cluster import Cluster as KafkaCluster
-from brokerd.client.consumer import Consumer, PartitionData
+from brokerd.client.consumer import PartitionData
 from brokerd.client.errors import KafkaResponseError
 from brokerd.client.metadata import ClusterMetadata
 from brokerd.client.producer import Producer
@@ -27,7 +27,7 @@ from brokerd.client.results import AdminError, ConfigResource, NewTopic
 from brokerd.client.sync import SyncClient
 
 from .models import Cluster
-from .record_scan import PrefilterConsumer
+from .record_scan import ScanConsumer
 
 T = TypeVar("T")
 
@@ -112,22 +112,20 @@ class KafkaOps:
         needles: tuple[bytes, ...] = (),
         ends: dict[int, int] | None = None,
     ) -> dict[int, PartitionData]:
-        """One Fetch per leader from these offsets (partition -> offset), without waiting:
-        per partition the records at or after its offset below the high watermark and the
-        offset to fetch next (past control batches and compaction gaps). With `needles`,
-        whole batches below `ends` that lack one of them come as record_scan.SkippedBatch
-        items instead of their records."""
-        options = {
-            "max_wait": 0,
-            "min_bytes": 0,
-            "max_bytes": max_bytes,
-            "max_partition_bytes": partition_max_bytes,
-        }
-        if needles:
-            tp_ends = {(topic, p): end for p, end in (ends or {}).items()}
-            consumer = PrefilterConsumer(self.client, needles, tp_ends, **options)
-        else:
-            consumer = Consumer(self.client, **options)
+        """One Fetch per leader from these offsets (partition -> offset), without waiting.
+        Per partition: the offset to fetch next (past control batches and compaction gaps)
+        and, as a lazy iterator (record_scan.iter_items), the records at or after its offset
+        and below its end (`ends`, else the high watermark); with `needles`, the records
+        that cannot match come as record_scan.SkippedBatch items."""
+        consumer = ScanConsumer(
+            self.client,
+            needles,
+            {(topic, p): end for p, end in (ends or {}).items()},
+            max_wait=0,
+            min_bytes=0,
+            max_bytes=max_bytes,
+            max_partition_bytes=partition_max_bytes,
+        )
         answers = await consumer.fetch({(topic, p): offset for p, offset in positions.items()})
         results = {}
         for (_topic, partition), data in answers.items():

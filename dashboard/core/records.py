@@ -18,8 +18,7 @@ import base64
 import heapq
 import math
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from django.http import Http404
@@ -140,13 +139,19 @@ class _Partition:
     id: int
     position: int  # the next offset to read
     end: int  # the high watermark when the browse began: nothing at or past it is read
-    buffer: deque = field(default_factory=deque)
+    items: Iterator = field(default_factory=lambda: iter(()))  # the last fetch's, lazily
+    head: ConsumerRecord | SkippedBatch | None = None  # the next of them
     fetch_bytes: int = FIRST_FETCH_BYTES
     empty_fetches: int = 0
 
     @property
     def done(self) -> bool:
-        return self.position >= self.end and not self.buffer
+        return self.position >= self.end and self.head is None
+
+    def take(self) -> ConsumerRecord | SkippedBatch:
+        item = self.head
+        self.head = next(self.items, None)
+        return item
 
 
 def _partition_bytes(size: int, count: int) -> int:
@@ -164,16 +169,16 @@ async def _fill(
     answers = await ops.fetch(topic, positions, size, REQUEST_BYTES, needles, ends)
     for part in parts:
         data = answers[part.id]
-        records = [r for r in data.records if r.offset < part.end]
-        part.buffer.extend(records)
+        part.items = iter(data.records)
+        part.head = next(part.items, None)
         advanced = max(part.position, min(data.next_offset, part.end))
-        if not records and advanced == part.position:
+        if part.head is None and advanced == part.position:
             part.empty_fetches += 1
             if part.empty_fetches >= MAX_EMPTY_FETCHES:
                 part.end = part.position  # nothing readable below the watermark: stop here
         else:
             part.empty_fetches = 0
-        if not records:
+        if part.head is None:
             part.position = advanced  # past control batches and compaction gaps
         part.fetch_bytes = min(part.fetch_bytes * 4, MAX_FETCH_BYTES)
 
@@ -185,9 +190,11 @@ async def _read_back(
     records: list[ConsumerRecord] = []
     position, empty, size = start, 0, FIRST_FETCH_BYTES
     while position < lower:
-        data = (await ops.fetch(topic, {part.id: position}, size, size))[part.id]
+        data = (await ops.fetch(topic, {part.id: position}, size, size, (), {part.id: lower}))[
+            part.id
+        ]
         size = min(size * 4, MAX_FETCH_BYTES)
-        chunk = [r for r in data.records if r.offset < lower]
+        chunk = list(data.records)
         records.extend(chunk)
         advanced = max(position, data.next_offset)
         if chunk:
@@ -241,7 +248,7 @@ async def _starts_from_end(
         if tails[pid]:
             newest = tails[pid][-1]
             heapq.heappush(heap, (-newest.timestamp, negative_id, -newest.offset))
-        else:
+        elif chosen < count:
             await read_tail(by_id[pid])
     return starts
 
@@ -310,8 +317,8 @@ async def browse_records(ops: KafkaOps, topic: str, query: dict) -> BrowseResult
             await _fill(ops, topic, pending, needles)
             refilled, pending = pending, []
             for part in refilled:
-                if part.buffer:
-                    head = part.buffer[0]
+                if part.head is not None:
+                    head = part.head
                     heapq.heappush(heap, (head.timestamp, part.id, head.offset))
                 elif not part.done:
                     pending.append(part)  # only a gap so far: read on before merging
@@ -321,24 +328,24 @@ async def browse_records(ops: KafkaOps, topic: str, query: dict) -> BrowseResult
             break
         _, pid, _ = heapq.heappop(heap)
         part = by_id[pid]
-        record = part.buffer[0]
+        record = part.head
         if isinstance(record, SkippedBatch):
             if scanned and scanned + record.count > max_scan:
                 # A batch is skipped whole or not at all: this one is for the next page
                 # (the first of a page is always taken, so paging moves on).
                 stopped_by = "max_scan"
                 break
-            part.buffer.popleft()
+            part.take()
             part.position = record.next_offset
             scanned += record.count
         else:
-            part.buffer.popleft()
+            part.take()
             part.position = record.offset + 1
             scanned += 1
             if matches is None or matches(record):
                 matched.append(record)
-        if part.buffer:
-            head = part.buffer[0]
+        if part.head is not None:
+            head = part.head
             heapq.heappush(heap, (head.timestamp, pid, head.offset))
         elif not part.done:
             pending.append(part)

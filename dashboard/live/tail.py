@@ -76,12 +76,16 @@ class TopicTail:
         except KafkaClientError as exc:
             return {"records": [], "skipped": 0, "error": str(exc)}
         records: list[ConsumerRecord] = []
-        for partition, data in answers.items():
-            end = high[partition]
-            records.extend(r for r in data.records if r.offset < end)
-            moved = max(wanted[partition], min(data.next_offset, end))
-            if data.records and data.records[-1].offset < end:
-                moved = max(moved, data.records[-1].offset + 1)
-            self.positions[partition] = moved
+        try:
+            for partition, data in answers.items():
+                end = high[partition]
+                fetched = [r for r in data.records if r.offset < end]
+                records.extend(fetched)
+                moved = max(wanted[partition], min(data.next_offset, end))
+                if fetched:
+                    moved = max(moved, fetched[-1].offset + 1)
+                self.positions[partition] = moved
+        except KafkaClientError as exc:  # a corrupt batch
+            return {"records": [], "skipped": 0, "error": str(exc)}
         records.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
         return {"records": [pack(r) for r in records], "skipped": skipped, "error": None}
