@@ -1059,6 +1059,10 @@ def _parse_dynamic(name: str, raw: str | None) -> Any:
     return value if base is None else raw
 
 
+# Listener security protocols brokerd speaks (SASL_PLAINTEXT and SASL_SSL: not yet).
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+
+
 @dataclass(frozen=True)
 class Endpoint:
     listener_name: str
@@ -1097,7 +1101,7 @@ def parse_endpoint(uri: str, protocol_map: Mapping[str, str], key: str) -> Endpo
     protocol = protocol_map.get(name)
     if protocol is None:
         raise ConfigError(f"{key}: listener {name} has no listener.security.protocol.map entry")
-    if protocol != "PLAINTEXT":
+    if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
         raise ConfigError(f"{key}: security protocol {protocol} is not supported yet")
     return Endpoint(name, protocol, host, port)
 
@@ -1324,7 +1328,7 @@ class BrokerConfig:
                     "inter.broker.listener.name: only one of inter.broker.listener.name and "
                     "security.inter.broker.protocol should be set"
                 )
-        elif self.get("security.inter.broker.protocol") != "PLAINTEXT":
+        elif self.get("security.inter.broker.protocol") not in SUPPORTED_SECURITY_PROTOCOLS:
             protocol = self.get("security.inter.broker.protocol")
             raise ConfigError(
                 f"security.inter.broker.protocol: security protocol {protocol} is not supported yet"

@@ -115,9 +115,19 @@ class ZooKeeper:
 class BrokerProcess:
     """`python -m brokerd serve` with its own log dir. Clients use the PLAINTEXT listener on
     `port`; brokers talk to each other on the INTERNAL one on `internal_port`, as the
-    launcher sets them up (inter-broker requests are refused anywhere else)."""
+    launcher sets them up (inter-broker requests are refused anywhere else).
+    `client_protocol` / `internal_protocol` (e.g. SSL, with the ssl.* configs in `props`)
+    change what those two listeners speak; the client listener is then named after it."""
 
-    def __init__(self, base_dir: Path, zk_connect: str, broker_id: int = 1, **props: str):
+    def __init__(
+        self,
+        base_dir: Path,
+        zk_connect: str,
+        broker_id: int = 1,
+        client_protocol: str = "PLAINTEXT",
+        internal_protocol: str = "PLAINTEXT",
+        **props: str,
+    ):
         self.dir = Path(base_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -126,9 +136,12 @@ class BrokerProcess:
         self.props = {
             "broker.id": str(broker_id),
             "listeners": (
-                f"PLAINTEXT://127.0.0.1:{self.port},INTERNAL://127.0.0.1:{self.internal_port}"
+                f"{client_protocol}://127.0.0.1:{self.port},"
+                f"INTERNAL://127.0.0.1:{self.internal_port}"
             ),
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+            "listener.security.protocol.map": (
+                f"{client_protocol}:{client_protocol},INTERNAL:{internal_protocol}"
+            ),
             "inter.broker.listener.name": "INTERNAL",
             "log.dirs": str(self.dir / "logs"),
             "zookeeper.connect": zk_connect,

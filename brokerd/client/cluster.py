@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from .connection import BrokerConnection
+from .connection import PLAINTEXT, BrokerConnection, ClientSecurity
 from .errors import (
     COORDINATOR_ERRORS,
     ErrorCode,
@@ -60,8 +60,10 @@ class Cluster:
         retries: int = 5,
         retry_backoff: float = 0.1,
         metadata_max_age: float = 300.0,
+        security: ClientSecurity = PLAINTEXT,
     ):
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.security = security
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
@@ -102,6 +104,7 @@ class Cluster:
             client_id=self.client_id,
             request_timeout=self.request_timeout,
             connect_timeout=self.connect_timeout,
+            security=self.security,
         )
 
     async def connection(self, node_id: int) -> BrokerConnection:

@@ -14,8 +14,10 @@ import contextlib
 import itertools
 import logging
 import random
+import ssl
 import struct
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -42,6 +44,48 @@ CLIENT_SOFTWARE_VERSION = "0.1"
 _ERROR_CODE = struct.Struct(">h")
 
 
+@dataclass(frozen=True)
+class ClientSecurity:
+    """How to reach brokers, in the terms of Kafka's client settings: `security_protocol`
+    PLAINTEXT or SSL (SASL is not spoken yet); for SSL the CA bundle that signs the brokers'
+    certificates (`ssl_cafile`, like ssl.ca.location; None: the system's CAs), a client
+    certificate for mutual TLS (`ssl_certfile`, `ssl_keyfile`, `ssl_password` for an
+    encrypted key), whether the broker's host name must match its certificate, or a ready
+    `ssl_context` instead of the files."""
+
+    security_protocol: str = "PLAINTEXT"
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_password: str | None = None
+    ssl_check_hostname: bool = True
+    ssl_context: ssl.SSLContext | None = None
+    _built: list = field(default_factory=list, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.security_protocol.upper() not in ("PLAINTEXT", "SSL"):
+            raise ValueError(f"security_protocol {self.security_protocol} is not supported")
+
+    def context(self) -> ssl.SSLContext | None:
+        """The TLS context to connect with (built once), None for PLAINTEXT."""
+        if self.security_protocol.upper() != "SSL":
+            return None
+        if self.ssl_context is not None:
+            return self.ssl_context
+        if not self._built:
+            context = ssl.create_default_context(cafile=self.ssl_cafile)
+            context.check_hostname = self.ssl_check_hostname
+            if self.ssl_certfile:
+                context.load_cert_chain(
+                    self.ssl_certfile, self.ssl_keyfile, password=self.ssl_password
+                )
+            self._built.append(context)
+        return self._built[0]
+
+
+PLAINTEXT = ClientSecurity()
+
+
 class BrokerConnection:
     def __init__(
         self,
@@ -54,8 +98,10 @@ class BrokerConnection:
         connect_timeout: float = 10.0,
         reconnect_backoff: float = 0.05,
         reconnect_backoff_max: float = 1.0,
+        security: ClientSecurity = PLAINTEXT,
     ):
         self.host = host
+        self.security = security
         self.port = port
         self.node_id = node_id
         self.client_id = client_id
@@ -110,8 +156,10 @@ class BrokerConnection:
             self._failures = 0
 
     async def _open(self) -> None:
+        context = self.security.context()
+        options = {"ssl": context, "server_hostname": self.host} if context is not None else {}
         self._reader, self._writer = await asyncio.wait_for(
-            asyncio.open_connection(self.host, self.port), self.connect_timeout
+            asyncio.open_connection(self.host, self.port, **options), self.connect_timeout
         )
         self._reader_task = asyncio.create_task(self._read_responses(self._reader))
         self.api_versions = await self._handshake()

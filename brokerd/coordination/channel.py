@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from brokerd.client.connection import BrokerConnection
 from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode
+from brokerd.security.tls import peer_security
 from brokerd.util.background import BackgroundTasks
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class _BrokerQueue:
             node_id=self.broker_id,
             client_id=f"controller-{self.channel.controller.broker_id}",
             request_timeout=timeout,
+            security=peer_security(config, endpoint),
         )
         return self.connection
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from brokerd.client.connection import BrokerConnection
 from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode
+from brokerd.security.tls import peer_security
 
 from . import zk
 
@@ -73,6 +74,7 @@ async def _ask_controller(broker: Broker, timeout: float) -> tuple[int, list]:
         node_id=controller_id,
         client_id=f"broker-{broker.broker_id}-shutdown",
         request_timeout=timeout,
+        security=peer_security(broker.config, endpoint),
     )
     try:
         response = await connection.send(

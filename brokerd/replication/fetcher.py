@@ -22,6 +22,7 @@ from brokerd.client.connection import BrokerConnection
 from brokerd.client.errors import KafkaConnectionError, KafkaTimeoutError
 from brokerd.log.leader_epochs import UNDEFINED_EPOCH_OFFSET
 from brokerd.protocol.errors import ErrorCode
+from brokerd.security.tls import peer_security
 from brokerd.util.background import BackgroundTasks
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class ReplicaFetcher:
             client_id=f"broker-{self.manager.local_id}-fetcher-{self.source_id}",
             request_timeout=config.get("replica.socket.timeout.ms") / 1000,
             reconnect_backoff_max=config.get("replica.fetch.backoff.ms") / 1000,
+            security=peer_security(config, endpoint),
         )
         if current is not None:
             self._closing.spawn(current.close())

@@ -7,9 +7,12 @@ import asyncio
 import errno
 import logging
 import socket
+import ssl
 from typing import TYPE_CHECKING
 
 from brokerd.config import Endpoint
+from brokerd.security.principal import ANONYMOUS, PrincipalMapper, PrincipalMappingError
+from brokerd.security.tls import TLS_PROTOCOLS, ContextSource
 
 from .connection import Connection
 from .connection_quotas import normalized_ip
@@ -27,6 +30,9 @@ STREAM_LIMIT = 1 << 16
 # Out of descriptors or memory: accepting is paused this long (the kernel keeps the backlog).
 ACCEPT_RETRY_S = 1.0
 _RESOURCE_ERRORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+# A TLS client that has not finished its handshake by then is disconnected (it holds a
+# connection slot meanwhile).
+TLS_HANDSHAKE_TIMEOUT_S = 30.0
 
 
 class Listener:
@@ -41,6 +47,8 @@ class Listener:
         self._tasks: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._accepting = False
+        self.tls: ContextSource | None = None  # SSL listeners: the server context
+        self.principals: PrincipalMapper | None = None
 
     @property
     def server(self) -> list[socket.socket] | None:
@@ -57,6 +65,10 @@ class Listener:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self.endpoint.security_protocol in TLS_PROTOCOLS:
+            # Bad stores or settings stop the broker here, before anything listens.
+            self.tls = ContextSource(self.broker.config, self.name)
+            self.principals = PrincipalMapper(self.broker.config.get("ssl.principal.mapping.rules"))
         host = self.endpoint.host or None  # empty host: all interfaces, as Kafka does
         infos = await self._loop.getaddrinfo(
             host, self.endpoint.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -156,9 +168,22 @@ class Listener:
             conn.setblocking(False)
             reader = asyncio.StreamReader(limit=STREAM_LIMIT)
             protocol = asyncio.StreamReaderProtocol(reader)
-            transport, _ = await self._loop.connect_accepted_socket(lambda: protocol, conn)
+            try:
+                transport, _ = await self._loop.connect_accepted_socket(
+                    lambda: protocol, conn, **self._tls_options()
+                )
+            except (ssl.SSLError, ConnectionError, TimeoutError, OSError) as exc:
+                # Not TLS (plaintext bytes), a refused or missing client certificate, a
+                # timeout: this connection only.
+                log.info("TLS handshake with %s on %s failed: %s", ip, self.name, exc)
+                conn.close()
+                return
             writer = asyncio.StreamWriter(transport, protocol, reader, self._loop)
-            connection = Connection(self.broker, reader, writer, self.name)
+            principal = self._principal(transport)
+            if principal is None:
+                writer.close()
+                return
+            connection = Connection(self.broker, reader, writer, self.name, principal)
             self.connections.add(connection)
             await connection.serve()
         except Exception:
@@ -169,6 +194,22 @@ class Listener:
             if connection is not None:
                 self.connections.discard(connection)
             self.quotas.unregister(self.name, ip)
+
+    def _tls_options(self) -> dict:
+        if self.tls is None:
+            return {}
+        return {"ssl": self.tls.current(), "ssl_handshake_timeout": TLS_HANDSHAKE_TIMEOUT_S}
+
+    def _principal(self, transport: asyncio.Transport) -> str | None:
+        """The client's principal; None when ssl.principal.mapping.rules refuse its name
+        (an authentication failure in Kafka: the connection is closed)."""
+        if self.principals is None:
+            return ANONYMOUS
+        try:
+            return self.principals.principal(transport.get_extra_info("peercert"))
+        except PrincipalMappingError as exc:
+            log.info("closing TLS connection on %s: %s", self.name, exc)
+            return None
 
     # Shutdown ----------------------------------------------------------------------------
     def stop_accepting(self) -> None:
