@@ -425,11 +425,20 @@ class Controller:
             self.shutting_down -= dead | new
             await self.cache.refresh_brokers()
             if dead:
+                # A broker registered again under a new czxid (restarted before this
+                # controller looked) has bounced: as Kafka does, it is handled as gone,
+                # then as new. Its partitions get leaders from the rest of the ISR and it
+                # leaves the ISRs, so it never leads again at the epoch it led before
+                # (with whatever it lost meanwhile), and it returns as a follower.
+                bounced = dead & new
+                if bounced:
+                    log.info("controller: brokers %s registered again", sorted(bounced))
                 log.info("controller: brokers %s are gone", sorted(dead))
                 self.channel.remove(dead)
-                changed = await self._elect_offline(set(now), dead)
-                await self._send_leader_and_isr(set(now), changed)
-                await self._send_update_metadata(set(now), changed)
+                survivors = set(now) - bounced
+                changed = await self._elect_offline(survivors, dead)
+                await self._send_leader_and_isr(survivors, changed)
+                await self._send_update_metadata(survivors, changed)
             if new:
                 log.info("controller: brokers %s joined", sorted(new))
                 changed = await self._elect_offline(set(now))

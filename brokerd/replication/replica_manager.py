@@ -72,6 +72,8 @@ class ReplicaManager:
         # new partition directory (two Log objects, two writers on one segment), or delete
         # a directory while it is being made.
         self._sync_lock = asyncio.Lock()
+        # Partitions (with a state) sync_leadership has looked at; None before its first look.
+        self._looked_at: set[tuple[str, int]] | None = None
         self._removals = BackgroundTasks(log, "removing a deleted partition directory failed")
 
     @property
@@ -343,19 +345,27 @@ class ReplicaManager:
         """Take up partitions created since the last look (epoch 0, no local log yet).
 
         Anything else waits for the controller: a restarted broker must not lead from a
-        state znode the controller is about to replace."""
+        state znode the controller is about to replace. So the first look (at start-up)
+        takes up nothing: a partition already there with no local log may be one whose log
+        this broker lost, and leading it at epoch 0 would hand its empty log to followers
+        that truncate to it."""
         async with self._sync_lock:
             gained: set = set()
             lost: set = set()
             live: dict[str, bool] = {}
+            looked_at = self._looked_at
+            self._looked_at = seen = set()  # deleted topics drop out of it
             for info in list(self.broker.metadata.topics.values()):
                 if info.marked_for_deletion:
                     continue
                 for index, state in list(info.states.items()):
                     replicas = info.assignment.get(index, [])
                     key = (info.name, index)
+                    seen.add(key)
                     if (
-                        key in self.partitions
+                        looked_at is None
+                        or key in looked_at
+                        or key in self.partitions
                         or self.local_id not in replicas
                         or state.leader_epoch != 0
                         or self.log_manager.get_log(info.name, index) is not None
