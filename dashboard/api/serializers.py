@@ -183,7 +183,7 @@ class BrowseQuerySerializer(serializers.Serializer):
         max_value=MAX_SCAN,
         default=10_000,
         help_text="stop after reading this many records (the answer says how far it got; "
-        "a scan also stops after about 10 s)",
+        "a scan also stops after about 5 s)",
     )
 
     def validate_cursor(self, value: str) -> dict[int, int]:

@@ -30,7 +30,10 @@ from .kafka import EARLIEST, LATEST, KafkaOps
 from .record_expr import compile_filter
 from .record_scan import SkippedBatch
 
-SCAN_TIME_BUDGET_S = 10.0
+SCAN_TIME_BUDGET_S = 5.0
+# The scan runs on a client's event loop that other requests share: it lets them in this
+# often (in records) between its fetches.
+YIELD_EVERY = 2000
 # Per partition, the first fetch of a browse is small (a page of records needs little) and
 # each next one four times larger, up to MAX_FETCH_BYTES; one request asks for at most
 # REQUEST_BYTES over all its partitions, so memory is bounded whatever the partition count.
@@ -299,7 +302,7 @@ async def browse_records(ops: KafkaOps, topic: str, query: dict) -> BrowseResult
     limit, max_scan = query["limit"], query["max_scan"]
     deadline = time.monotonic() + SCAN_TIME_BUDGET_S
     matched: list[ConsumerRecord] = []
-    scanned, stopped_by = 0, None
+    scanned, stopped_by, next_yield = 0, None, YIELD_EVERY
     heap: list[tuple[int, int, int]] = []
     pending = [p for p in parts if not p.done]
     by_id = {p.id: p for p in parts}
@@ -310,6 +313,12 @@ async def browse_records(ops: KafkaOps, topic: str, query: dict) -> BrowseResult
         if scanned >= max_scan:
             stopped_by = "max_scan"
             break
+        if scanned >= next_yield:
+            next_yield = scanned + YIELD_EVERY
+            await asyncio.sleep(0)
+            if time.monotonic() > deadline:
+                stopped_by = "time"
+                break
         if pending:
             if time.monotonic() > deadline:
                 stopped_by = "time"

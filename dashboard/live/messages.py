@@ -1,15 +1,23 @@
 """The message browser: a topic's records a page at a time (core.records, the REST API's
 browse), decoded in the browser, a live tail over the WebSocket, and an operator's produce
-form whose error stays beside it with what was typed."""
+form whose error stays beside it with what was typed.
+
+The page is an async view: a scan may take seconds, and under ASGI Django runs every sync
+view in one shared thread, so a sync page would hold up every other page meanwhile. Kafka
+work runs in a worker thread (with_cluster), the database and templates through
+sync_to_async.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import datetime
 import json
 from urllib.parse import urlencode
 
+from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
@@ -165,9 +173,14 @@ def _produce_form(post) -> dict[str, str]:
     return form
 
 
-def _produce(request, cluster: Cluster, topic_name: str, partitions: int | None):
+async def _kafka(cluster: Cluster, operation):
+    return await asyncio.to_thread(with_cluster, cluster, operation)
+
+
+async def _produce(request, cluster: Cluster, topic_name: str, partitions: int | None):
     """The produce form's POST: a message and back to the page, or the error to show."""
-    if not request.user.has_perm(OPERATE_PERMISSION):
+    user = await request.auser()
+    if not await sync_to_async(user.has_perm)(OPERATE_PERMISSION):
         raise PermissionDenied("producing needs the operator role")
     form = _produce_form(request.POST)
     try:
@@ -175,27 +188,28 @@ def _produce(request, cluster: Cluster, topic_name: str, partitions: int | None)
     except ProduceError as exc:
         return form, str(exc)
     details = {"partition_id": partition, "key_size": len(key or b""), "source": "messages page"}
+    record = sync_to_async(audit.record)
     try:
-        partition, offset = with_cluster(
+        partition, offset = await _kafka(
             cluster, lambda ops: produce_record(ops, topic_name, partition, key, value, headers)
         )
     except (KafkaClientError, Http404) as exc:
-        audit.record(request.user, "record.produce", topic_name, cluster=cluster, details=details,
+        await record(user, "record.produce", topic_name, cluster=cluster, details=details,
                      succeeded=False, result=str(exc))  # fmt: skip
         return form, f"not produced: {exc}"
-    audit.record(request.user, "record.produce", topic_name, cluster=cluster, details=details,
+    await record(user, "record.produce", topic_name, cluster=cluster, details=details,
                  succeeded=True, result="ok")  # fmt: skip
     messages.success(request, f"Produced to partition {partition} at offset {offset}.")
     return None, None
 
 
 @permission_required(VIEW_PERMISSION, raise_exception=True)
-def page(request, cluster_id: str, topic_name: str):
-    cluster = _topic(cluster_id, topic_name)
+async def page(request, cluster_id: str, topic_name: str):
+    cluster = await sync_to_async(_topic)(cluster_id, topic_name)
     form = browse_form(request.GET)
     partitions, cluster_error = None, None
     try:
-        metadata = with_cluster(cluster, lambda ops: ops.refresh([topic_name]))
+        metadata = await _kafka(cluster, lambda ops: ops.refresh([topic_name]))
         info = metadata.topics.get(topic_name)
         if info is None:
             raise Http404(f"topic {topic_name!r} not found")
@@ -205,7 +219,7 @@ def page(request, cluster_id: str, topic_name: str):
 
     produce_form, produce_error, status = None, None, 200
     if request.method == "POST":
-        produce_form, produce_error = _produce(request, cluster, topic_name, partitions)
+        produce_form, produce_error = await _produce(request, cluster, topic_name, partitions)
         if produce_error is None:
             return redirect(request.get_full_path())
         status = 400
@@ -216,7 +230,7 @@ def page(request, cluster_id: str, topic_name: str):
             query = BrowseQuerySerializer(data=browse_query(form))
             if not query.is_valid():
                 raise ValueError(_errors_text(query.errors))
-            result = with_cluster(
+            result = await _kafka(
                 cluster, lambda ops: browse(ops, topic_name, query.validated_data)
             )
         except ValueError as exc:
@@ -229,7 +243,7 @@ def page(request, cluster_id: str, topic_name: str):
         following = {k: v for k, v in form.items() if v and k not in ("offset", "timestamp")}
         following["cursor"] = result["scan"]["next_cursor"]
         next_url = f"?{urlencode(following)}"
-    return render(
+    return await sync_to_async(render)(
         request,
         "live/messages.html",
         {
