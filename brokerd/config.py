@@ -1059,8 +1059,8 @@ def _parse_dynamic(name: str, raw: str | None) -> Any:
     return value if base is None else raw
 
 
-# Listener security protocols brokerd speaks (SASL_PLAINTEXT and SASL_SSL: not yet).
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+# Listener security protocols brokerd speaks.
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True)

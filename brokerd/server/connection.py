@@ -7,6 +7,11 @@ connection at a time); a writer task awaits the handlers in order and writes the
 responses. A connection that received nothing and owed nothing for connections.max.idle.ms
 is closed, a half-sent frame included. A frame that cannot be read, or an API the broker does
 not advertise, ends this connection only: responses already owed are written first.
+
+On a SASL listener nothing is read into that pipeline until the client has authenticated
+(brokerd.security.sasl.authenticator); a later SaslHandshake re-authenticates (KIP-368) once
+every earlier request is answered, and any other request after the session expired
+(connections.max.reauth.ms) closes the connection, as Kafka does.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from brokerd.protocol import framing
 from brokerd.protocol.framing import FrameError, Request
+from brokerd.security.sasl.authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
 
 from .memory_pool import UNBOUNDED, Reservation
 from .request_order import RequestSequencer
 
 if TYPE_CHECKING:
+    from brokerd.security.sasl.settings import SaslServerSettings
+
     from .broker import Broker
 
 log = logging.getLogger(__name__)
@@ -79,8 +87,12 @@ class Connection:
         writer: asyncio.StreamWriter,
         listener_name: str | None = None,
         principal: str = "User:ANONYMOUS",
+        sasl: SaslServerSettings | None = None,
     ):
         self.broker = broker
+        self.sasl = sasl  # a SASL listener's settings: authenticate before anything else
+        self._session_expires: float | None = None  # connections.max.reauth.ms, loop time
+        self._all_answered = asyncio.Event()
         self.listener_name = listener_name
         self.principal = principal
         self.tls = writer.get_extra_info("ssl_object") is not None
@@ -102,9 +114,14 @@ class Connection:
         self._idle_check: asyncio.TimerHandle | None = None
 
     async def serve(self) -> None:
+        self._schedule_idle_check(self.last_active + self._max_idle_s)
+        if self.sasl is not None and not await self._authenticate():
+            if self._idle_check is not None:
+                self._idle_check.cancel()
+            self.writer.close()
+            return
         self._read_task = asyncio.create_task(self._read_requests())
         write_task = asyncio.create_task(self._write_responses())
-        self._schedule_idle_check(self.last_active + self._max_idle_s)
         try:
             # wait() rather than await: cancelling the reader (shutdown) must not cancel us.
             await asyncio.wait([self._read_task])
@@ -146,9 +163,58 @@ class Connection:
         if self._read_task is not None and not self._read_task.done():
             self._read_task.cancel()
 
+    # SASL ---------------------------------------------------------------------------------
+    async def _authenticate(self, handshake: Request | None = None) -> bool:
+        """Authenticate (again, from a SaslHandshake already read); False: close."""
+        authenticator = SaslServerAuthenticator(
+            self.sasl,
+            self.reader,
+            self.writer,
+            self._answer_directly,
+            self.peer,
+            self._bytes_received,
+        )
+        principal = await authenticator.authenticate(
+            handshake, self.principal if handshake is not None else None
+        )
+        if principal is None:
+            return False
+        self.principal = principal
+        lifetime_ms = authenticator.session_lifetime_ms
+        self._session_expires = self._loop.time() + lifetime_ms / 1000 if lifetime_ms else None
+        return True
+
+    async def _answer_directly(self, request: Request) -> bytes:
+        return await self._handle(request)
+
+    async def _reauthenticate(self, handshake: Request) -> bool:
+        """KIP-368: once every earlier request is answered, run the exchange again on this
+        connection (the writer is idle meanwhile); the principal must stay the same."""
+        self._reading.release()
+        self._reading = UNBOUNDED
+        while self._owed:
+            self._all_answered.clear()
+            await self._all_answered.wait()
+        return await self._authenticate(handshake)
+
+    def _session_expired(self) -> bool:
+        return self._session_expires is not None and self._loop.time() > self._session_expires
+
     async def _read_requests(self) -> None:
         try:
             while (request := await self._read_request()) is not None:
+                if self.sasl is not None:
+                    if request.api_key == SASL_HANDSHAKE:
+                        if not await self._reauthenticate(request):
+                            return
+                        continue
+                    if self._session_expired():
+                        log.info(
+                            "closing connection from %s: its SASL session expired "
+                            "(connections.max.reauth.ms) without re-authentication",
+                            self.peer,
+                        )
+                        return
                 await self._start_in_turn(request)
         finally:
             self._reading.release()  # a frame cut short, or read and never started
@@ -213,6 +279,7 @@ class Connection:
                 self._slots.release()
                 if not self._owed:
                     self.last_active = self._loop.time()
+                    self._all_answered.set()
 
     async def _answer(self, request: Request, handling: asyncio.Task) -> bool:
         """Write one response; False if the connection had to be given up."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from brokerd.config import Endpoint
 from brokerd.security.principal import ANONYMOUS, PrincipalMapper, PrincipalMappingError
+from brokerd.security.sasl.settings import SASL_PROTOCOLS, SaslServerSettings
 from brokerd.security.tls import TLS_PROTOCOLS, ContextSource
 
 from .connection import Connection
@@ -49,6 +50,7 @@ class Listener:
         self._accepting = False
         self.tls: ContextSource | None = None  # SSL listeners: the server context
         self.principals: PrincipalMapper | None = None
+        self.sasl: SaslServerSettings | None = None  # SASL listeners: mechanisms, users
 
     @property
     def server(self) -> list[socket.socket] | None:
@@ -69,6 +71,8 @@ class Listener:
             # Bad stores or settings stop the broker here, before anything listens.
             self.tls = ContextSource(self.broker.config, self.name)
             self.principals = PrincipalMapper(self.broker.config.get("ssl.principal.mapping.rules"))
+        if self.endpoint.security_protocol in SASL_PROTOCOLS:
+            self.sasl = SaslServerSettings.for_listener(self.broker.config, self.name)
         host = self.endpoint.host or None  # empty host: all interfaces, as Kafka does
         infos = await self._loop.getaddrinfo(
             host, self.endpoint.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -183,7 +187,9 @@ class Listener:
             if principal is None:
                 writer.close()
                 return
-            connection = Connection(self.broker, reader, writer, self.name, principal)
+            connection = Connection(
+                self.broker, reader, writer, self.name, principal, sasl=self.sasl
+            )
             self.connections.add(connection)
             await connection.serve()
         except Exception:

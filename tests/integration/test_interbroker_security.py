@@ -429,7 +429,7 @@ def test_inter_broker_listener_names_resolve_as_in_kafka():
             {"inter.broker.listener.name": "CONTROL", "control.plane.listener.name": "CONTROL"},
             "must differ from the inter-broker listener",
         ),
-        ({"security.inter.broker.protocol": "SASL_SSL"}, "SASL_SSL is not supported yet"),
+        ({"security.inter.broker.protocol": "SASL_SSL"}, "SASL_SSL must be a listener name"),
         ({"security.inter.broker.protocol": "BOGUS"}, "security.inter.broker.protocol"),
         ({"listeners": "INTERNAL://:9093"}, "inter.broker.listener.name: PLAINTEXT must be"),
     ],

@@ -15,6 +15,7 @@ from . import (
     producer_ids,
     reassignment,
     replication,
+    sasl,
     topics,
 )
 
@@ -31,5 +32,6 @@ HANDLERS = {
     **producer_ids.HANDLERS,
     **reassignment.HANDLERS,
     **replication.HANDLERS,
+    **sasl.HANDLERS,
     **topics.HANDLERS,
 }
