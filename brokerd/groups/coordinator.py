@@ -75,6 +75,12 @@ class GroupCoordinator:
     def start(self) -> None:
         self.active = True
         self._expiry_task = asyncio.get_running_loop().create_task(self._expire_periodically())
+        # The listeners open before the broker registers, and a controller still counting
+        # its previous registration may already have made it a leader: changes before now
+        # were not acted on, so load what it leads (later changes at a new epoch are not
+        # gains, and would never load it).
+        led = [key for key in self.broker.replicas.leaders if key[0] == offsets_topic.TOPIC]
+        self.on_leadership_change(led, ())
 
     async def shutdown(self) -> None:
         self.active = False

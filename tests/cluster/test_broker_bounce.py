@@ -21,11 +21,14 @@ import signal
 import threading
 import time
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from .checker import check_replicas_identical, cluster_metadata
+from brokerd.groups.offsets_topic import TOPIC as OFFSETS_TOPIC
+from brokerd.groups.offsets_topic import partition_for
+
+from .checker import check_replicas_identical, cluster_metadata, create_topic
 from .conftest import Cluster
 
 RECORDS = 200
@@ -61,6 +64,14 @@ def _read_back(bootstrap: str, topic: str) -> dict[int, str]:
     from .checker import consume_all
 
     return {offset: value for _, offset, value in consume_all(bootstrap, topic)}
+
+
+def _committed_once(consumer, topic: str) -> bool:
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    except KafkaException:  # COORDINATOR_NOT_AVAILABLE while the offsets topic is made
+        return False
+    return True
 
 
 def _wait(predicate, timeout: float, what: str) -> None:
@@ -131,4 +142,82 @@ def test_a_leader_back_before_the_controller_noticed_is_not_leader_at_its_old_ep
         for broker in cluster.brokers.values():
             if broker.alive():
                 os.killpg(broker.process.pid, signal.SIGCONT)
+        cluster.kill_all()
+
+
+def test_a_coordinator_given_its_partition_before_it_registered_serves_its_groups(
+    zookeeper, tmp_path_factory, topic_name
+):
+    """A broker restarted on its old ports takes requests before its registration is made
+    (it waits for the old one to expire), and a controller that still counts the old
+    registration sends it LeaderAndIsr then: here a new controller taking office. The
+    `__consumer_offsets` partition it is given must be loaded once its group coordinator
+    starts, whatever leadership changes follow, or its groups get NOT_COORDINATOR for as
+    long as it leads."""
+    cluster = Cluster(
+        zookeeper,
+        tmp_path_factory,
+        offsets_topic_replication_factor="1",  # the partition has no other replica to lead
+        offsets_topic_num_partitions="3",
+        min_insync_replicas="1",
+    )
+    restarted = cluster.brokers[3]
+    restarted.props["zookeeper.session.timeout.ms"] = "15000"  # its old registration stays
+    cluster.start()
+    try:
+        _wait(lambda: cluster_metadata(cluster)["controller"] == 1, 30, "broker 1 to be controller")
+        create_topic(cluster, topic_name)
+        _produce(cluster.bootstrap, topic_name, range(20))
+        committer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "warm-up"})
+        _wait(lambda: _committed_once(committer, topic_name), 30, "a first commit")
+        committer.close()  # the offsets topic exists now
+        _wait(
+            lambda: (
+                len(cluster_metadata(cluster, OFFSETS_TOPIC)["topics"].get(OFFSETS_TOPIC, {})) == 3
+            ),
+            30,
+            "the offsets topic",
+        )
+        offsets = cluster_metadata(cluster, OFFSETS_TOPIC)["topics"][OFFSETS_TOPIC]
+        mine = next(p for p, state in offsets.items() if state["leader"] == 3)
+        group = next(
+            f"g{n}-{topic_name}"
+            for n in range(1000)
+            if partition_for(f"g{n}-{topic_name}", 3) == mine
+        )
+
+        restarted.kill()
+        already = len(restarted.output.encode())
+        starting = threading.Thread(target=restarted.start, kwargs={"timeout": 60}, daemon=True)
+        starting.start()
+        _wait(
+            lambda: "listening on INTERNAL" in restarted.output_bytes(already),
+            30,
+            "broker 3 to listen again",
+        )
+        cluster.brokers[1].terminate()  # broker 2 takes office and tells every broker it counts
+        starting.join(60)
+        assert restarted.alive()
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": f"{cluster.brokers[2].bootstrap},{restarted.bootstrap}",
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            consumer.subscribe([topic_name])
+            seen = 0
+            deadline = time.monotonic() + 60
+            while seen < 20:
+                assert time.monotonic() < deadline, (
+                    f"group {group} (coordinated on broker 3) read {seen} of 20 records"
+                )
+                message = consumer.poll(0.5)
+                if message is not None and not message.error():
+                    seen += 1
+        finally:
+            consumer.close()
+    finally:
         cluster.kill_all()
