@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kio.index import load_request_schema
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 
 from brokerd.protocol.errors import ErrorCode
@@ -31,6 +32,7 @@ from brokerd.protocol.framing import (
     response_correlation_id,
 )
 from brokerd.protocol.versions import VersionRange
+from brokerd.security.sasl.client import client_for
 
 from .errors import KafkaConnectionError, KafkaResponseError, KafkaTimeoutError
 from .requests import API_NAMES, CLIENT_VERSIONS, materialize, negotiate
@@ -38,6 +40,10 @@ from .requests import API_NAMES, CLIENT_VERSIONS, materialize, negotiate
 log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+# A SASL session with a lifetime is renewed (by reconnecting) once this much of it is gone.
+SESSION_RENEW_FRACTION = 0.8
 MAX_RESPONSE_BYTES = 0x7FFFFFFF
 CLIENT_SOFTWARE_NAME = "brokerd-client"
 CLIENT_SOFTWARE_VERSION = "0.1"
@@ -47,11 +53,13 @@ _ERROR_CODE = struct.Struct(">h")
 @dataclass(frozen=True)
 class ClientSecurity:
     """How to reach brokers, in the terms of Kafka's client settings: `security_protocol`
-    PLAINTEXT or SSL (SASL is not spoken yet); for SSL the CA bundle that signs the brokers'
-    certificates (`ssl_cafile`, like ssl.ca.location; None: the system's CAs), a client
-    certificate for mutual TLS (`ssl_certfile`, `ssl_keyfile`, `ssl_password` for an
+    PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; for SSL and SASL_SSL the CA bundle that signs
+    the brokers' certificates (`ssl_cafile`, like ssl.ca.location; None: the system's CAs), a
+    client certificate for mutual TLS (`ssl_certfile`, `ssl_keyfile`, `ssl_password` for an
     encrypted key), whether the broker's host name must match its certificate, or a ready
-    `ssl_context` instead of the files."""
+    `ssl_context` instead of the files; for SASL_* the mechanism and credentials
+    (`sasl_mechanism`, `sasl_username`, `sasl_password`, like sasl.mechanism(s) and
+    sasl.username/password)."""
 
     security_protocol: str = "PLAINTEXT"
     ssl_cafile: str | None = None
@@ -60,15 +68,25 @@ class ClientSecurity:
     ssl_password: str | None = None
     ssl_check_hostname: bool = True
     ssl_context: ssl.SSLContext | None = None
+    sasl_mechanism: str = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
     _built: list = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.security_protocol.upper() not in ("PLAINTEXT", "SSL"):
+        protocol = self.security_protocol.upper()
+        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
             raise ValueError(f"security_protocol {self.security_protocol} is not supported")
+        if protocol.startswith("SASL_") and (not self.sasl_username or self.sasl_password is None):
+            raise ValueError(f"{protocol} needs sasl_username and sasl_password")
+
+    @property
+    def sasl(self) -> bool:
+        return self.security_protocol.upper().startswith("SASL_")
 
     def context(self) -> ssl.SSLContext | None:
         """The TLS context to connect with (built once), None for PLAINTEXT."""
-        if self.security_protocol.upper() != "SSL":
+        if self.security_protocol.upper() not in ("SSL", "SASL_SSL"):
             return None
         if self.ssl_context is not None:
             return self.ssl_context
@@ -120,6 +138,7 @@ class BrokerConnection:
         self._failures = 0
         self._next_attempt = 0.0
         self._closed = False
+        self._session_renew_at: float | None = None
 
     def __repr__(self) -> str:
         return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
@@ -163,6 +182,34 @@ class BrokerConnection:
         )
         self._reader_task = asyncio.create_task(self._read_responses(self._reader))
         self.api_versions = await self._handshake()
+        if self.security.sasl:
+            await self._authenticate()
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake v1 then SaslAuthenticate until the mechanism is done; a refusal
+        is a KafkaResponseError with the broker's message (the broker then closes)."""
+        security = self.security
+        mechanism = security.sasl_mechanism
+        handshake = load_request_schema(SASL_HANDSHAKE, 1)(mechanism=mechanism)
+        response = await self._exchange(handshake, self.connect_timeout)
+        if response.error_code != ErrorCode.none:
+            raise KafkaResponseError(
+                response.error_code,
+                f"SASL mechanism {mechanism} refused; enabled: {list(response.mechanisms)}",
+                str(self),
+            )
+        client = client_for(mechanism, security.sasl_username, security.sasl_password)
+        token: bytes | None = client.start()
+        while token is not None:
+            body = load_request_schema(SASL_AUTHENTICATE, 1)(auth_bytes=token)
+            response = await self._exchange(body, self.connect_timeout)
+            if response.error_code != ErrorCode.none:
+                raise KafkaResponseError(response.error_code, response.error_message, str(self))
+            token = client.evaluate(response.auth_bytes)
+        lifetime = response.session_lifetime.total_seconds()
+        if lifetime > 0:
+            # connections.max.reauth.ms on the broker: reconnect (a new session) in time.
+            self._session_renew_at = time.monotonic() + lifetime * SESSION_RENEW_FRACTION
 
     async def _handshake(self) -> dict[int, VersionRange]:
         """ApiVersions at our highest version, again lower if the broker says UNSUPPORTED."""
@@ -224,6 +271,7 @@ class BrokerConnection:
         self, body: Any, *, timeout: float | None = None, expect_response: bool = True
     ) -> Any:
         """Send a built kio request; its decoded response (None when none is expected)."""
+        self._renew_session_if_due()
         await self.connect()
         return await self._exchange(body, timeout or self.request_timeout, expect_response)
 
@@ -283,6 +331,14 @@ class BrokerConnection:
         except (ConnectionError, OSError, FrameError, asyncio.IncompleteReadError) as exc:
             self._connection_lost(exc)
 
+    def _renew_session_if_due(self) -> None:
+        """Past most of the SASL session's lifetime and nothing in flight: reconnect before
+        the broker closes the connection on an expired session."""
+        due = self._session_renew_at
+        if due is not None and time.monotonic() >= due and not self._pending and self.connected:
+            log.debug("%s: SASL session due for renewal; reconnecting", self)
+            self._drop_transport()
+
     # Failure and shutdown --------------------------------------------------------------
     def _connection_lost(self, exc: BaseException) -> None:
         log.debug("%s lost: %s", self, exc)
@@ -296,6 +352,7 @@ class BrokerConnection:
                 future.set_exception(error)
 
     def _drop_transport(self) -> None:
+        self._session_renew_at = None
         writer, self._writer, self._reader = self._writer, None, None
         if writer is not None:
             writer.close()
