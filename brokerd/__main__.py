@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
         "reassign", help="move partition replicas (kafka-reassign-partitions.sh)", add_help=False
     )
     reassign.set_defaults(run=_run_reassign)
+
+    configs = commands.add_parser(
+        "configs", help="SCRAM users in ZooKeeper (kafka-configs.sh --zookeeper)", add_help=False
+    )
+    configs.set_defaults(run=_run_configs)
     return parser
 
 
@@ -125,6 +130,14 @@ def _run_reassign(args: argparse.Namespace, rest: list[str]) -> int:
     return reassign.run(parser.parse_args(rest))
 
 
+def _run_configs(args: argparse.Namespace, rest: list[str]) -> int:
+    from brokerd.tools import configs
+
+    parser = argparse.ArgumentParser(prog="brokerd configs")
+    configs.add_arguments(parser)
+    return configs.run(parser.parse_args(rest))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
@@ -134,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_groups(args, rest)
     if args.command == "reassign":
         return _run_reassign(args, rest)
+    if args.command == "configs":
+        return _run_configs(args, rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return args.run(args)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from brokerd.config import Endpoint
 from brokerd.security.principal import ANONYMOUS, PrincipalMapper, PrincipalMappingError
+from brokerd.security.sasl.credentials import ZkScramCredentials
 from brokerd.security.sasl.settings import SASL_PROTOCOLS, SaslServerSettings
 from brokerd.security.tls import TLS_PROTOCOLS, ContextSource
 
@@ -72,7 +73,9 @@ class Listener:
             self.tls = ContextSource(self.broker.config, self.name)
             self.principals = PrincipalMapper(self.broker.config.get("ssl.principal.mapping.rules"))
         if self.endpoint.security_protocol in SASL_PROTOCOLS:
-            self.sasl = SaslServerSettings.for_listener(self.broker.config, self.name)
+            self.sasl = SaslServerSettings.for_listener(
+                self.broker.config, self.name, ZkScramCredentials(self.broker.zk)
+            )
         host = self.endpoint.host or None  # empty host: all interfaces, as Kafka does
         infos = await self._loop.getaddrinfo(
             host, self.endpoint.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE

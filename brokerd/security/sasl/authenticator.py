@@ -146,7 +146,7 @@ class SaslServerAuthenticator:
         while True:
             token = await self._read_frame(0)
             try:
-                challenge = server.evaluate(token)
+                challenge = await server.evaluate(token)
             except SaslAuthenticationError as exc:
                 await self._fail(None, exc.message)
             if challenge is not None:
@@ -168,7 +168,7 @@ class SaslServerAuthenticator:
             request = framing.decode_request(frame)
             module = response_module(SASL_AUTHENTICATE, request.api_version)
             try:
-                challenge = server.evaluate(request.body.auth_bytes)
+                challenge = await server.evaluate(request.body.auth_bytes)
                 if server.complete and principal and principal != f"User:{server.authorization_id}":
                     raise SaslAuthenticationError(
                         f"Cannot change principals during re-authentication from {principal}: "

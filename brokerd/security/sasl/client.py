@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from . import plain
+from . import plain, scram
 
 
 class PlainClient:
@@ -22,4 +22,6 @@ class PlainClient:
 def client_for(mechanism: str, username: str, password: str):
     if mechanism == plain.MECHANISM:
         return PlainClient(username, password)
+    if mechanism in scram.MECHANISMS:
+        return scram.ScramClient(mechanism, username, password)
     raise ValueError(f"SASL mechanism {mechanism} is not supported")

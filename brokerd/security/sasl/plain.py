@@ -33,7 +33,7 @@ class PlainServer:
         self.complete = False
         self.authorization_id: str | None = None
 
-    def evaluate(self, token: bytes) -> bytes:
+    async def evaluate(self, token: bytes) -> bytes:
         try:
             message = token.decode("utf-8")
         except UnicodeDecodeError:

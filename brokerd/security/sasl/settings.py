@@ -7,20 +7,23 @@ sasl.server.max.receive.size."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from brokerd.config import ConfigError
 
-from . import plain
+from . import plain, scram
 from .jaas import JaasConfigError, LoginModule, parse_jaas_config
 
 if TYPE_CHECKING:
     from brokerd.config import BrokerConfig
 
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_MECHANISMS = (plain.MECHANISM,)
-LOGIN_MODULES = {plain.MECHANISM: plain.LOGIN_MODULE}
+SUPPORTED_MECHANISMS = (plain.MECHANISM, *scram.MECHANISMS)
+LOGIN_MODULES = {plain.MECHANISM: plain.LOGIN_MODULE} | {
+    mechanism: scram.LOGIN_MODULE for mechanism in scram.MECHANISMS
+}
 
 
 def _raw(config: BrokerConfig, name: str) -> str | None:
@@ -70,9 +73,15 @@ class SaslServerSettings:
     reauth_ms: int = 0
     failed_authentication_delay_ms: int = 100
     max_receive_bytes: int = 524288
+    scram_credentials: Callable[[str, str], Awaitable[scram.ScramCredential | None]] | None = field(
+        default=None, repr=False
+    )
 
     @classmethod
-    def for_listener(cls, config: BrokerConfig, listener: str) -> SaslServerSettings:
+    def for_listener(
+        cls, config: BrokerConfig, listener: str, scram_credentials=None
+    ) -> SaslServerSettings:
+        """`scram_credentials(user, mechanism)`: the stored SCRAM credential or None."""
         mechanisms = enabled_mechanisms(config, listener)
         if not mechanisms:
             raise ConfigError(f"sasl.enabled.mechanisms: no mechanism enabled for {listener}")
@@ -96,12 +105,15 @@ class SaslServerSettings:
                 config.get("connection.failed.authentication.delay.ms")
             ),
             max_receive_bytes=int(config.get("sasl.server.max.receive.size")),
+            scram_credentials=scram_credentials,
         )
 
     def server_for(self, mechanism: str):
         """A new server-side exchange for an enabled mechanism."""
         if mechanism == plain.MECHANISM:
             return plain.PlainServer(self.plain_users)
+        if mechanism in scram.MECHANISMS and self.scram_credentials is not None:
+            return scram.ScramServer(mechanism, self.scram_credentials)
         raise ValueError(mechanism)
 
 
