@@ -1,5 +1,5 @@
 """Replication over SASL: three brokers whose INTERNAL (inter-broker) listener is
-SASL_PLAINTEXT with PLAIN, so followers, the controller channel and controlled shutdown
+SASL_PLAINTEXT with PLAIN or SCRAM-SHA-512 (the broker user created in ZooKeeper first), so followers, the controller channel and controlled shutdown
 authenticate with sasl.mechanism.inter.broker.protocol and the listener's JAAS
 username/password. Sessions last connections.max.reauth.ms=3000, so brokers' own
 connections must renew them while replicating. acks=all through a leader kill and a
@@ -9,23 +9,46 @@ from __future__ import annotations
 
 import pytest
 
+from tests.integration.test_sasl_scram import brokerd_configs
 from tests.integration.wire import WireClient, request
 from tests.sasl_support import plain_jaas
 
 from .checker import Workload, check_queue, check_replicas_identical, consume_all, create_topic
 from .conftest import Cluster
 
-SASL_PROPS = {
-    "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
-    "listener.name.internal.plain.sasl.jaas.config": plain_jaas("admin", "admin-secret"),
-    "sasl.mechanism.inter.broker.protocol": "PLAIN",
-    "connections.max.reauth.ms": "3000",
-}
+SCRAM_JAAS = (
+    'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" '
+    'password="admin-secret";'
+)
 
 
-@pytest.fixture
-def sasl_cluster(zookeeper, tmp_path_factory):
-    made = Cluster(zookeeper, tmp_path_factory, internal_protocol="SASL_PLAINTEXT", **SASL_PROPS)
+def sasl_props(mechanism: str) -> dict[str, str]:
+    return {
+        "listener.name.internal.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "listener.name.internal.plain.sasl.jaas.config": plain_jaas("admin", "admin-secret"),
+        "listener.name.internal.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+        "sasl.mechanism.inter.broker.protocol": mechanism,
+        "connections.max.reauth.ms": "3000",
+    }
+
+
+@pytest.fixture(params=["PLAIN", "SCRAM-SHA-512"])
+def sasl_cluster(request, zookeeper, tmp_path_factory):
+    made = Cluster(
+        zookeeper, tmp_path_factory, internal_protocol="SASL_PLAINTEXT", **sasl_props(request.param)
+    )
+    if request.param.startswith("SCRAM"):
+        done = brokerd_configs(
+            made.brokers[1].props["zookeeper.connect"],
+            "--alter",
+            "--add-config",
+            "SCRAM-SHA-512=[password=admin-secret]",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "admin",
+        )
+        assert done.returncode == 0, done.stderr
     made.start()
     yield made
     made.kill_all()
@@ -67,4 +90,5 @@ def test_replication_over_sasl_survives_a_leader_kill(sasl_cluster, topic_name):
     check_replicas_identical(cluster, topic_name)
     for broker in cluster.brokers.values():
         assert "Invalid username or password" not in broker.output  # no broker was refused
+        assert "invalid credentials" not in broker.output
         assert "SASL session expired" not in broker.output  # brokers renewed their sessions
