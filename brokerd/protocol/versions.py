@@ -63,6 +63,8 @@ SUPPORTED: dict[int, VersionRange] = {
     45: VersionRange(0, 1),  # AlterPartitionReassignments (answered by the controller)
     46: VersionRange(0, 0),  # ListPartitionReassignments (answered by the controller)
     47: VersionRange(0, 0),  # OffsetDelete
+    50: VersionRange(0, 0),  # DescribeUserScramCredentials
+    51: VersionRange(0, 0),  # AlterUserScramCredentials
     60: VersionRange(0, 1),  # DescribeCluster
 }
 

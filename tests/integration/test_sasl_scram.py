@@ -185,3 +185,45 @@ def test_rfc7677_example():
     )
     assert client.evaluate(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=") is None
     assert len(salted_password("SCRAM-SHA-256", "pencil", b"salt", 4096)) == 32
+
+
+def test_admin_alters_and_describes_scram_credentials(scram):
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(librdkafka(scram, "PLAIN", "admin", "admin-secret"))
+    sha256 = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    done = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("carol", sha256, b"carol-secret")]
+    )
+    done["carol"].result(30)
+    described = admin.describe_user_scram_credentials(["carol"])["carol"].result(30)
+    infos = [(i.mechanism, i.iterations) for i in described.scram_credential_infos]
+    assert infos == [(ScramMechanism.SCRAM_SHA_256, 8192)]
+    # carol authenticates with the credential the admin call stored.
+    producer = Producer(librdkafka(scram, "SCRAM-SHA-256", "carol", "carol-secret"))
+    assert producer.list_topics(timeout=10).brokers
+    everyone = admin.describe_user_scram_credentials().result(30)
+    assert {"alice", "bob", "carol"} <= set(everyone)
+
+    with pytest.raises(KafkaException, match="does not exist"):
+        admin.describe_user_scram_credentials(["nobody"])["nobody"].result(30)
+    too_few = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 100)
+    with pytest.raises(KafkaException, match="Too few iterations"):
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("dave", too_few, b"x")])[
+            "dave"
+        ].result(30)
+
+    admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)]
+    )["carol"].result(30)
+    with pytest.raises(KafkaException, match="does not exist"):
+        admin.describe_user_scram_credentials(["carol"])["carol"].result(30)
+    refused = Producer(librdkafka(scram, "SCRAM-SHA-256", "carol", "carol-secret"))
+    with pytest.raises(KafkaException):
+        refused.list_topics(timeout=5)

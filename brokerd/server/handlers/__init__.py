@@ -16,6 +16,7 @@ from . import (
     reassignment,
     replication,
     sasl,
+    scram_users,
     topics,
 )
 
@@ -33,5 +34,6 @@ HANDLERS = {
     **reassignment.HANDLERS,
     **replication.HANDLERS,
     **sasl.HANDLERS,
+    **scram_users.HANDLERS,
     **topics.HANDLERS,
 }
