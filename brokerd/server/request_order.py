@@ -62,6 +62,9 @@ class RequestSequencer:
         """Run `handling` now (its turn has come) as a task."""
         effect = asyncio.get_running_loop().create_future()
         task = asyncio.create_task(_run(handling, effect))
+        # A task cancelled before its first step (the connection went away) never awaited
+        # `handling`: closing it then spares the "never awaited" warning; otherwise a no-op.
+        task.add_done_callback(lambda _: handling.close())
         self._unfinished.append(task)
         self._last_api_key = api_key
         self._last_effect = effect
