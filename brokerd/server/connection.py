@@ -93,6 +93,7 @@ class Connection:
         self.sasl = sasl  # a SASL listener's settings: authenticate before anything else
         self._session_expires: float | None = None  # connections.max.reauth.ms, loop time
         self._all_answered = asyncio.Event()
+        self._authenticating = False  # the first exchange: nothing read into the pipeline yet
         self.listener_name = listener_name
         self.principal = principal
         self.tls = writer.get_extra_info("ssl_object") is not None
@@ -115,7 +116,7 @@ class Connection:
 
     async def serve(self) -> None:
         self._schedule_idle_check(self.last_active + self._max_idle_s)
-        if self.sasl is not None and not await self._authenticate():
+        if self.sasl is not None and not await self._authenticate_first():
             if self._idle_check is not None:
                 self._idle_check.cancel()
             self.writer.close()
@@ -162,8 +163,17 @@ class Connection:
         """Read no further requests; those already read are still answered."""
         if self._read_task is not None and not self._read_task.done():
             self._read_task.cancel()
+        if self._authenticating:
+            self.writer.close()  # owes nothing: shutdown must not wait on a half-done login
 
     # SASL ---------------------------------------------------------------------------------
+    async def _authenticate_first(self) -> bool:
+        self._authenticating = True
+        try:
+            return await self._authenticate()
+        finally:
+            self._authenticating = False
+
     async def _authenticate(self, handshake: Request | None = None) -> bool:
         """Authenticate (again, from a SaslHandshake already read); False: close."""
         authenticator = SaslServerAuthenticator(

@@ -238,3 +238,17 @@ def test_jaas_config_syntax():
     for bad in ["", "a required x=1; b required y=2;", 'a bogus x="1";', 'a required x="1"']:
         with pytest.raises(JaasConfigError):
             parse_jaas_config(bad)
+
+
+def test_shutdown_does_not_wait_on_a_connection_that_never_authenticated(
+    zookeeper, tmp_path_factory
+):
+    process = sasl_broker(new_broker, zookeeper, tmp_path_factory)
+    try:
+        with WireClient(process.bootstrap) as idle:
+            assert handshake(idle).error_code == 0  # then nothing: mid-authentication
+            assert process.terminate() == 0
+            assert idle.is_closed_by_peer()
+        assert "still owed responses" not in process.output  # closed, not given up on
+    finally:
+        process.kill()
