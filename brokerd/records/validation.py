@@ -12,14 +12,22 @@ it holds, and the records must fill the batch exactly. The offset deltas must al
 offsets overlap or skip.
 
 `walk_records` runs on the produce path of every batch, so it reads only the length and
-delta fields (keys, values and headers are skipped by their lengths) with the common short
-varints decoded inline. It costs about half a microsecond per record in CPython, which is
-most of the produce path's cost for small records. Everything it raises is InvalidRecordError, as
-Kafka's InvalidRecordException (INVALID_RECORD); `record_index` names the record when one
-is at fault.
+delta fields (keys, values and headers are skipped by their lengths). Two implementations
+give the same answer for every input: `walk_records_python` here, the reference, with the
+common short varints decoded inline (about half a microsecond per record in CPython, most
+of the produce path's cost for small records), and its compiled twin in `_walk.pyx`
+(Cython, about 10 ns per record), built by platform/setup. `walk_records` is the
+compiled one when it is built from the current `_walk.pyx`, else the reference; which one
+is logged once. Both raise only RecordStructureError (InvalidRecordError, as Kafka's
+InvalidRecordException: INVALID_RECORD), built by the helpers below so that their messages
+are the same; `record_index` names the record when one is at fault.
 """
 
 from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
 
 from .batch import InvalidRecordError
 from .varint import decode_varint
@@ -53,13 +61,13 @@ def _slow_varint(buf, pos: int, limit: int) -> tuple[int, int]:
         raw |= (b & 0x7F) << shift
         if b < 0x80:
             if raw >> (32 if limit == _VARINT_BYTES else 64):
-                raise _BadVarint(f"a varint of {i + 1} bytes overflows its type")
+                raise _BadVarint(_overflow_message(i + 1))
             return raw, pos + i + 1
         shift += 7
-    raise _BadVarint(f"a varint is longer than {limit} bytes")
+    raise _BadVarint(_too_long_message(limit))
 
 
-def walk_records(buf, pos: int, end: int, count: int) -> None:
+def walk_records_python(buf, pos: int, end: int, count: int) -> None:
     """Check that buf[pos:end] holds exactly `count` well-formed records whose offset
     deltas are 0..count-1.
 
@@ -68,9 +76,9 @@ def walk_records(buf, pos: int, end: int, count: int) -> None:
     that locate the next one are decoded at all: a call per field would cost more than
     the rest of the walk."""
     if count < 0:
-        raise RecordStructureError(f"invalid record count {count}")
+        raise _count_error(count)
     if end > len(buf):
-        raise RecordStructureError("records section runs past the buffer")
+        raise _buffer_error()
     expected = 0  # zigzag of the offset delta record i must have: 2i
     start = pos
     try:
@@ -112,10 +120,7 @@ def walk_records(buf, pos: int, end: int, count: int) -> None:
             else:
                 raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
                 if raw != expected:
-                    i = expected >> 1
-                    raise RecordStructureError(
-                        f"record {i} has offset delta {_unzigzag(raw)}, expected {i}", i
-                    )
+                    raise _offset_delta_error(expected >> 1, _unzigzag(raw))
             # key: null (zigzag 1), or a length and its bytes
             b = buf[pos]
             if b < 0x80:
@@ -160,24 +165,24 @@ def walk_records(buf, pos: int, end: int, count: int) -> None:
             else:
                 pos = _walk_headers(buf, pos, record_end, expected >> 1)
             if pos != record_end:
-                i = expected >> 1
-                raise RecordStructureError(
-                    f"invalid record size: record {i}'s fields end {pos - record_end:+d} bytes "
-                    "from its declared length",
-                    i,
-                )
+                raise _fields_end_error(expected >> 1, pos - record_end)
     except IndexError:
-        if start >= end:
-            raise _declared_count_error(expected >> 1, count) from None
-        i = expected >> 1
-        raise RecordStructureError(f"record {i} runs past the end of the batch", i) from None
+        raise _past_end_error(expected >> 1, count, start, end) from None
     except _BadVarint as exc:
-        i = expected >> 1
-        raise RecordStructureError(f"record {i} is malformed: {exc}", i) from None
+        raise _malformed_error(expected >> 1, str(exc)) from None
     if pos != end:
-        raise RecordStructureError(
-            f"incorrect declared batch size: {end - pos} bytes remain after {count} records"
-        )
+        raise _remaining_error(end - pos, count)
+
+
+# The errors of both walks, built here so that their messages are the same.
+
+
+def _count_error(count: int) -> RecordStructureError:
+    return RecordStructureError(f"invalid record count {count}")
+
+
+def _buffer_error() -> RecordStructureError:
+    return RecordStructureError("records section runs past the buffer")
 
 
 def _size_error(i: int, count: int, start: int, end: int, length: int) -> RecordStructureError:
@@ -196,6 +201,58 @@ def _declared_count_error(found: int, count: int) -> RecordStructureError:
 
 def _length_error(i: int, field: str, raw: int) -> RecordStructureError:
     return RecordStructureError(f"record {i} has {field} length {_unzigzag(raw)}", i)
+
+
+def _offset_delta_error(i: int, delta: int) -> RecordStructureError:
+    return RecordStructureError(f"record {i} has offset delta {delta}, expected {i}", i)
+
+
+def _fields_end_error(i: int, overshoot: int) -> RecordStructureError:
+    return RecordStructureError(
+        f"invalid record size: record {i}'s fields end {overshoot:+d} bytes "
+        "from its declared length",
+        i,
+    )
+
+
+def _past_end_error(i: int, count: int, start: int, end: int) -> RecordStructureError:
+    if start >= end:
+        return _declared_count_error(i, count)
+    return RecordStructureError(f"record {i} runs past the end of the batch", i)
+
+
+def _malformed_error(i: int, detail: str) -> RecordStructureError:
+    return RecordStructureError(f"record {i} is malformed: {detail}", i)
+
+
+def _remaining_error(remaining: int, count: int) -> RecordStructureError:
+    return RecordStructureError(
+        f"incorrect declared batch size: {remaining} bytes remain after {count} records"
+    )
+
+
+def _overflow_message(size: int) -> str:
+    return f"a varint of {size} bytes overflows its type"
+
+
+def _too_long_message(limit: int) -> str:
+    return f"a varint is longer than {limit} bytes"
+
+
+def _header_count_error(index: int, count: int) -> RecordStructureError:
+    return RecordStructureError(f"record {index} has an invalid header count {count}", index)
+
+
+def _header_key_error(index: int, raw: int) -> RecordStructureError:
+    return RecordStructureError(
+        f"record {index} has a header key of length {_unzigzag(raw)}", index
+    )
+
+
+def _header_value_error(index: int, raw: int) -> RecordStructureError:
+    return RecordStructureError(
+        f"record {index} has a header value of length {_unzigzag(raw)}", index
+    )
 
 
 def record_facts(buf, pos: int, count: int) -> list[tuple[int, bool]]:
@@ -219,22 +276,52 @@ def _walk_headers(buf, pos: int, record_end: int, index: int) -> int:
     raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
     count = _unzigzag(raw)
     if count < 0 or count > (record_end - pos) // 2:
-        raise RecordStructureError(f"record {index} has an invalid header count {count}", index)
+        raise _header_count_error(index, count)
     for _ in range(count):
         raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
         if raw & 1:
-            raise RecordStructureError(
-                f"record {index} has a header key of length {_unzigzag(raw)}", index
-            )
+            raise _header_key_error(index, raw)
         pos += raw >> 1
         raw, pos = _slow_varint(buf, pos, _VARINT_BYTES)
         if raw & 1:
             if raw != 1:
-                raise RecordStructureError(
-                    f"record {index} has a header value of length {_unzigzag(raw)}", index
-                )
+                raise _header_value_error(index, raw)
         else:
             pos += raw >> 1
         if pos > record_end:
             break  # the caller reports the size mismatch
     return pos
+
+
+# Which walk runs: the compiled one when it was built from this very _walk.pyx (a build of
+# another version could check by other rules), else the reference. Said once, at import.
+_log = logging.getLogger(__name__)
+_WALK_SOURCE = Path(__file__).with_name("_walk.pyx")
+
+
+def _compiled_walk():
+    """The compiled walk_records and None, or None and why it is not used."""
+    try:
+        from . import _walk
+    except ImportError as exc:
+        return None, f"not built ({exc})"
+    try:
+        source = _WALK_SOURCE.read_bytes()
+    except OSError:
+        return _walk.walk_records, None  # installed without its source: nothing to compare
+    if _walk.SOURCE_SHA256 != hashlib.sha256(source).hexdigest():
+        return None, "built from another version of _walk.pyx"
+    return _walk.walk_records, None
+
+
+_compiled, _not_compiled_because = _compiled_walk()
+WALK_IMPLEMENTATION = "python" if _compiled is None else "compiled"
+walk_records = walk_records_python if _compiled is None else _compiled
+if _compiled is None:
+    _log.warning(
+        "record walk: the compiled walk is %s; produced batches are walked in pure Python "
+        "(several times slower; platform/setup builds it)",
+        _not_compiled_because,
+    )
+else:
+    _log.info("record walk: produced batches are walked by the compiled walk (Cython)")

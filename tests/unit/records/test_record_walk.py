@@ -2,7 +2,8 @@
 
 The walk is the broker's only look at the records of a plain batch before it is stored, so
 whatever it accepts must read back through the broker's own decoder (and any client's) as
-`count` records with offsets base..base+count-1.
+`count` records with offsets base..base+count-1. Every test runs against both
+implementations (the Python reference and the compiled walk, tests/unit/records/walkers.py).
 """
 
 import struct
@@ -24,15 +25,18 @@ from brokerd.records.batch import (
     crc_of,
     encode_record,
 )
-from brokerd.records.validation import RecordStructureError, record_facts, walk_records
+from brokerd.records.validation import RecordStructureError, record_facts
 from brokerd.records.varint import encode_varint
 
 from .strategies import simple_records
+from .walkers import WALKERS
+
+pytestmark = pytest.mark.parametrize("walk_records", WALKERS)
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def walk(buf, count=None) -> None:
+def walk(walk_records, buf, count=None) -> None:
     """walk_records over a plain batch's records section."""
     header_count = struct.unpack_from(">i", buf, RECORDS_COUNT_POS)[0]
     walk_records(buf, HEADER_SIZE, len(buf), header_count if count is None else count)
@@ -53,19 +57,19 @@ def five_records():
 
 @settings(max_examples=200, deadline=None)
 @given(records=simple_records(max_size=20))
-def test_every_batch_the_builder_makes_passes(records):
+def test_every_batch_the_builder_makes_passes(walk_records, records):
     buf = build_batch(records)
-    walk(buf)
+    walk(walk_records, buf)
     facts = record_facts(buf, HEADER_SIZE, len(records))
     assert [has_key for _, has_key in facts] == [r.key is not None for r in records]
     assert [delta + records[0].timestamp for delta, _ in facts] == [r.timestamp for r in records]
 
 
 @pytest.mark.parametrize("count", [200, 9000])
-def test_long_batches_with_multi_byte_offset_deltas_pass(count):
+def test_long_batches_with_multi_byte_offset_deltas_pass(walk_records, count):
     # Offset deltas of 64+ take two varint bytes, 8192+ three; lengths vary likewise.
     records = [SimpleRecord(b"x" * (i % 300), b"k" if i % 2 else None) for i in range(count)]
-    walk(build_batch(records, now_ms=1))
+    walk(walk_records, build_batch(records, now_ms=1))
 
 
 @pytest.mark.parametrize(
@@ -77,20 +81,20 @@ def test_long_batches_with_multi_byte_offset_deltas_pass(count):
         (2**31 - 1, "2147483647 records declared, the batch holds 5"),
     ],
 )
-def test_a_declared_count_that_lies_is_refused(count, message):
+def test_a_declared_count_that_lies_is_refused(walk_records, count, message):
     buf = with_header_ints(build_batch(five_records()), count=count, last_offset_delta=count - 1)
     with pytest.raises(RecordStructureError, match=message) as caught:
-        walk(buf)
+        walk(walk_records, buf)
     assert caught.value.record_index is None  # the batch lies, not one record
 
 
 @pytest.mark.parametrize("deltas", [[0, 2], [1, 2], [0, 0], [0, -1], [0, 2**31 - 1]])
-def test_offset_deltas_must_be_consecutive_from_zero(deltas):
+def test_offset_deltas_must_be_consecutive_from_zero(walk_records, deltas):
     records = [SimpleRecord(b"a"), SimpleRecord(b"b")]
     buf = build_batch(records, offset_deltas=deltas, last_offset_delta=1, now_ms=1)
     bad = next(i for i, delta in enumerate(deltas) if delta != i)
     with pytest.raises(RecordStructureError, match=f"record {bad} has offset delta") as caught:
-        walk(buf)
+        walk(walk_records, buf)
     assert caught.value.record_index == bad
 
 
@@ -125,9 +129,9 @@ GOOD_BODY = encode_record(0, 0, b"k", b"v")[1:]  # without its length prefix
         encode_varint(10) + b"\x00\x00" + b"\xff\xff\xff\xff\x7f" + b"\x01\x01\x00",  # 2^35
     ],
 )
-def test_records_whose_fields_disagree_with_their_length_are_refused(record):
+def test_records_whose_fields_disagree_with_their_length_are_refused(walk_records, record):
     with pytest.raises(RecordStructureError):
-        walk(raw_batch(record))
+        walk(walk_records, raw_batch(record))
     with pytest.raises(CorruptRecordError):  # and the broker's own reader agrees
         RecordBatch(raw_batch(record)).records()
 
@@ -139,27 +143,27 @@ def test_records_whose_fields_disagree_with_their_length_are_refused(record):
         encode_varint(6) + b"\x00\x00\x00\x01" + encode_varint(-3) + b"\x00",  # value length -3
     ],
 )
-def test_lengths_below_minus_one_are_refused(record):
+def test_lengths_below_minus_one_are_refused(walk_records, record):
     # Java and our own reader take them as null, the format allows only -1: never stored.
     with pytest.raises(RecordStructureError, match="length -"):
-        walk(raw_batch(record))
+        walk(walk_records, raw_batch(record))
 
 
-def test_a_record_running_past_the_buffer_is_refused_cleanly():
+def test_a_record_running_past_the_buffer_is_refused_cleanly(walk_records):
     buf = build_batch(five_records())
     for cut in range(HEADER_SIZE, len(buf)):
         with pytest.raises(RecordStructureError):
             walk_records(buf[:cut], HEADER_SIZE, cut, 5)
 
 
-def test_headers_are_walked():
+def test_headers_are_walked(walk_records):
     records = [SimpleRecord(b"v", b"k", [("h1", b"x"), ("h2", None), ("", b"")], 5)]
-    walk(build_batch(records))
+    walk(walk_records, build_batch(records))
     header_count_lie = raw_batch(
         encode_record(0, 0, b"k", b"v", [("h", b"x")]).replace(b"\x02\x02h\x02x", b"\x04\x02h\x02x")
     )
     with pytest.raises(RecordStructureError):
-        walk(header_count_lie)
+        walk(walk_records, header_count_lie)
 
 
 @st.composite
@@ -184,7 +188,7 @@ def mutated_plain_batches(draw):
 
 @FUZZ
 @given(buf=mutated_plain_batches())
-def test_whatever_the_walk_accepts_reads_back_as_declared(buf):
+def test_whatever_the_walk_accepts_reads_back_as_declared(walk_records, buf):
     count = struct.unpack_from(">i", buf, RECORDS_COUNT_POS)[0]
     try:
         walk_records(buf, HEADER_SIZE, len(buf), count)
@@ -195,7 +199,7 @@ def test_whatever_the_walk_accepts_reads_back_as_declared(buf):
 
 
 @pytest.mark.parametrize("codec", [c for c in compression.NAMES if c != compression.NONE])
-def test_a_compressed_payload_walks_like_a_plain_one(codec):
+def test_a_compressed_payload_walks_like_a_plain_one(walk_records, codec):
     records = five_records()
     buf = build_batch(records, compression_type=codec)
     payload = RecordBatch(buf).records_payload()
