@@ -252,3 +252,27 @@ def test_shutdown_does_not_wait_on_a_connection_that_never_authenticated(
         assert "still owed responses" not in process.output  # closed, not given up on
     finally:
         process.kill()
+
+
+def test_describe_configs_never_shows_the_jaas_passwords(sasl):
+    from tests.integration.wire import nested
+
+    resource = nested(
+        32, 4, "DescribeConfigsResource", resource_type=4, resource_name="1",
+        configuration_keys=None,
+    )  # fmt: skip
+    with WireClient(sasl.bootstrap) as client:
+        assert handshake(client).error_code == 0
+        assert authenticate(client, "admin", "admin-secret").error_code == 0
+        response = client.call(
+            request(32, 4, resources=(resource,), include_synonyms=True,
+                    include_documentation=False)
+        )  # fmt: skip
+    configs = {c.name: c for c in response.results[0].configs}
+    jaas = configs["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
+    assert jaas.is_sensitive and jaas.value is None
+    leaked = [c.name for c in configs.values() if c.value and "secret" in c.value]
+    leaked += [
+        s.name for c in configs.values() for s in c.synonyms if s.value and "secret" in s.value
+    ]
+    assert not leaked
