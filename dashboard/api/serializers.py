@@ -171,7 +171,7 @@ class BrowseQuerySerializer(serializers.Serializer):
     filter = serializers.CharField(
         required=False,
         max_length=record_expr.MAX_LENGTH,
-        help_text='an expression over the record, e.g. $.customer.id == 42 and '
+        help_text="an expression over the record, e.g. $.customer.id == 42 and "
         'headers.source startswith "web" (paths into JSON keys and values with $/value, '
         "key, headers, partition, offset, timestamp; == != < <= > >= contains startswith "
         "endswith in and or not)",
