@@ -30,6 +30,9 @@ def api_schema(live_dashboard):
     return schema
 
 
+HTTP_HEAD_LIMIT = 16_384  # twisted.web's totalHeadersSize and line length
+
+
 def aim_at_real_resources(case) -> None:
     """Mostly the real cluster and topic, so cases get past the lookups to the broker."""
     params = case.path_parameters or {}
@@ -60,7 +63,15 @@ def test_api_never_answers_with_a_server_error(api_schema, live_dashboard, mode)
         )
         def check(case):
             aim_at_real_resources(case)
-            response = case.call(headers=auth, timeout=60)
+            try:
+                response = case.call(headers=auth, timeout=60)
+            except requests.ConnectionError as exc:
+                # daphne (Twisted) refuses a request line or head over 16 KiB by closing
+                # the connection (a 400 at most): a front-end limit, not a server error.
+                url = exc.request.url if exc.request is not None else ""
+                if len(url) > HTTP_HEAD_LIMIT:
+                    return
+                raise
             case.validate_response(response, checks=[not_a_server_error])
             content_type = response.headers.get("Content-Type", [""])
             if response.status_code >= 400 and "application/json" in str(content_type):
