@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=True, wraparound=False, cdivision=False
 # cython: initializedcheck=True, infer_types=False
-"""The compiled twin of validation.walk_records_python: the same walk, read for read.
+"""The compiled twins of validation.walk_records_python and record_facts_python: the
+same reads in the same order, so the same answers.
 
 It parses hostile bytes, so every read is an index into a typed memoryview with bounds
 checking on (an index past the buffer, or below zero, raises IndexError exactly where the
@@ -8,8 +9,9 @@ Python walk's `buf[i]` would), there is no pointer into the buffer, and position
 Py_ssize_t, which cannot overflow (a position grows by under 2^32 per field, from at most
 the buffer's length). IndexError and a bad varint are turned into the same
 RecordStructureError as the reference, by the reference's own helpers, so the answers
-(accepted, or the error's message and record_index) are equal for every input: the tests
-check this on valid and mutated batches (tests/unit/records/test_record_walk_compiled.py).
+(accepted, or the error's message and record_index) are equal for every input; record_facts
+returns the same facts or raises the same VarintError. The tests check this on valid and
+mutated batches (tests/unit/records/test_record_walk_compiled.py).
 
 Buffers other than bytes, bytearray and memoryviews of unsigned bytes (contiguous), and
 positions below zero (which Python indexing would wrap), go to the reference walk.
@@ -248,3 +250,86 @@ cdef int _walk(
     if pos != end:
         raise _reference()._remaining_error(end - pos, count_arg)
     return 0
+
+
+# -- record_facts: what the record rules read of each record a walk accepted --------------
+
+
+class _WrapsAround(Exception):
+    """A position below zero, which Python indexing would wrap: the reference decides."""
+
+
+cdef Py_ssize_t _decode_varint(
+    const unsigned char[::1] buf, Py_ssize_t pos, int64_t *out
+) except -1:
+    """varint.decode_varint: the signed value at pos into out[0], and the position after
+    it; the same VarintError for a varint past the buffer, over 10 bytes or over 64 bits."""
+    cdef uint64_t raw = 0
+    cdef int shift = 0
+    cdef bint wide = False  # bits past the 64th, which Python's int would keep
+    cdef unsigned char b
+    if pos < 0:
+        raise _WrapsAround()
+    while True:
+        if pos >= buf.shape[0]:
+            raise _varint_error("varint runs past the end of the buffer")
+        if shift > 63:
+            raise _varint_error("varint longer than 10 bytes")
+        b = buf[pos]
+        pos += 1
+        if shift == 63:  # the tenth byte: only its lowest bit fits
+            wide = wide or (b & 0x7F) > 1
+            raw |= <uint64_t>(b & 1) << 63
+        else:
+            raw |= <uint64_t>(b & 0x7F) << shift
+        if not b & 0x80:
+            if wide:
+                raise _varint_error("varint exceeds 64 bits")
+            out[0] = _unzigzag(raw)
+            return pos
+        shift += 7
+
+
+cdef object _varint_error(str message):
+    from brokerd.records.varint import VarintError
+
+    return VarintError(message)
+
+
+def record_facts(buf, pos, count):
+    """(timestampDelta, has a key) of each record (validation.record_facts_python,
+    compiled), for records walk_records accepted."""
+    cdef const unsigned char[::1] view
+    cdef Py_ssize_t c_pos, c_count
+    if not _plain_bytes(buf):
+        return _reference().record_facts_python(buf, pos, count)
+    try:
+        view = buf
+        c_pos = pos
+        c_count = count
+    except (TypeError, ValueError, BufferError, OverflowError):
+        return _reference().record_facts_python(buf, pos, count)
+    try:
+        return _record_facts(view, c_pos, c_count)
+    except _WrapsAround:
+        return _reference().record_facts_python(buf, pos, count)
+
+
+cdef list _record_facts(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t count):
+    cdef list facts = []
+    cdef Py_ssize_t n = buf.shape[0]
+    cdef Py_ssize_t body, at, k
+    cdef int64_t length = 0
+    cdef int64_t timestamp_delta = 0
+    cdef int64_t ignored = 0
+    cdef int64_t key_length = 0
+    for k in range(count):
+        body = _decode_varint(buf, pos, &length)
+        at = _decode_varint(buf, body + 1, &timestamp_delta)
+        at = _decode_varint(buf, at, &ignored)  # offsetDelta
+        _decode_varint(buf, at, &key_length)
+        facts.append((timestamp_delta, key_length >= 0))
+        # body + length without overflow: any position at or past the buffer's end reads
+        # as "past the end" next, and one below zero goes to the reference
+        pos = n if length > n - body else body + length
+    return facts

@@ -16,9 +16,10 @@ delta fields (keys, values and headers are skipped by their lengths). Two implem
 give the same answer for every input: `walk_records_python` here, the reference, with the
 common short varints decoded inline (about half a microsecond per record in CPython, most
 of the produce path's cost for small records), and its compiled twin in `_walk.pyx`
-(Cython, about 10 ns per record), built by platform/setup. `walk_records` is the
-compiled one when it is built from the current `_walk.pyx`, else the reference; which one
-is logged once. Both raise only RecordStructureError (InvalidRecordError, as Kafka's
+(Cython, about 10 ns per record), built by platform/setup; `record_facts`, what the
+record rules of compacted and timestamp-checked topics read, likewise. The compiled ones
+are used when they are built from the current `_walk.pyx`, else the references; which is
+logged once. The walks raise only RecordStructureError (InvalidRecordError, as Kafka's
 InvalidRecordException: INVALID_RECORD), built by the helpers below so that their messages
 are the same; `record_index` names the record when one is at fault.
 """
@@ -255,8 +256,9 @@ def _header_value_error(index: int, raw: int) -> RecordStructureError:
     )
 
 
-def record_facts(buf, pos: int, count: int) -> list[tuple[int, bool]]:
-    """(timestampDelta, has a key) of each record, for records `walk_records` accepted."""
+def record_facts_python(buf, pos: int, count: int) -> list[tuple[int, bool]]:
+    """(timestampDelta, has a key) of each record, for records `walk_records` accepted
+    (the reference; `record_facts` is its compiled twin when built)."""
     facts = []
     for _ in range(count):
         length, body = decode_varint(buf, pos)
@@ -300,7 +302,7 @@ _WALK_SOURCE = Path(__file__).with_name("_walk.pyx")
 
 
 def _compiled_walk():
-    """The compiled walk_records and None, or None and why it is not used."""
+    """The compiled module and None, or None and why it is not used."""
     try:
         from . import _walk
     except ImportError as exc:
@@ -308,15 +310,16 @@ def _compiled_walk():
     try:
         source = _WALK_SOURCE.read_bytes()
     except OSError:
-        return _walk.walk_records, None  # installed without its source: nothing to compare
+        return _walk, None  # installed without its source: nothing to compare
     if _walk.SOURCE_SHA256 != hashlib.sha256(source).hexdigest():
         return None, "built from another version of _walk.pyx"
-    return _walk.walk_records, None
+    return _walk, None
 
 
 _compiled, _not_compiled_because = _compiled_walk()
 WALK_IMPLEMENTATION = "python" if _compiled is None else "compiled"
-walk_records = walk_records_python if _compiled is None else _compiled
+walk_records = walk_records_python if _compiled is None else _compiled.walk_records
+record_facts = record_facts_python if _compiled is None else _compiled.record_facts
 if _compiled is None:
     _log.warning(
         "record walk: the compiled walk is %s; produced batches are walked in pure Python "

@@ -5,8 +5,10 @@ give exactly the reference's answer for any bytes: accept the same records secti
 refuse the others with the same RecordStructureError (message and record_index). Checked
 on the builder's batches, on hostile edits of them (byte flips, insertions, truncations,
 varint bombs, lying counts and offset deltas, fields read past `end`), on random bytes and
-on one crafted case per check. Also: this environment runs the compiled walk (a build
-that silently failed must fail here), and without it the broker falls back and says so.
+on one crafted case per check. The compiled record_facts (what the record rules read of
+each record) must return the reference's facts, or raise its error, likewise. Also: this
+environment runs the compiled code (a build that silently failed must fail here), and
+without it the broker falls back and says so.
 """
 
 import os
@@ -28,11 +30,15 @@ from brokerd.records.batch import (
     SimpleRecord,
     build_batch,
 )
-from brokerd.records.validation import RecordStructureError, walk_records_python
+from brokerd.records.validation import (
+    RecordStructureError,
+    record_facts_python,
+    walk_records_python,
+)
 from brokerd.records.varint import encode_varint
 
 from .strategies import simple_records
-from .walkers import NOT_BUILT, walk_records_compiled
+from .walkers import NOT_BUILT, record_facts_compiled, walk_records_compiled
 
 REPO = Path(__file__).resolve().parents[3]
 MANY = settings(
@@ -70,6 +76,7 @@ def test_the_broker_walks_records_with_the_compiled_walk():
     assert validation.walk_records is walk_records_compiled
     assert log.walk_records is walk_records_compiled
     assert validator.walk_records is walk_records_compiled
+    assert validator.record_facts is record_facts_compiled
 
 
 # -- hostile inputs --------------------------------------------------------------------
@@ -344,6 +351,68 @@ def test_buffers_it_cannot_view_as_bytes_go_to_the_reference():
             walk(memoryview(buf).cast("c"), HEADER_SIZE, len(buf), 3)
         with pytest.raises(TypeError):
             walk("not bytes", 0, 1, 1)
+
+
+# -- record_facts ------------------------------------------------------------------------
+
+
+def facts_outcome(facts, buf, pos, count):
+    try:
+        return facts(buf, pos, count)
+    except Exception as exc:  # the reference's own errors: VarintError, IndexError
+        return type(exc), str(exc)
+
+
+def assert_same_facts(buf, pos, count):
+    expected = facts_outcome(record_facts_python, buf, pos, count)
+    assert facts_outcome(record_facts_compiled, buf, pos, count) == expected
+    return expected
+
+
+wide_timestamps = st.integers(-(2**63), 2**63 - 1)
+
+
+@needs_compiled
+@settings(max_examples=500, deadline=None)
+@given(
+    records=simple_records(max_size=12),
+    first=wide_timestamps,
+    as_type=st.sampled_from([bytes, bytearray, memoryview]),
+)
+def test_record_facts_of_the_builders_batches_are_the_same(records, first, as_type):
+    # any first timestamp: deltas of every varint size up to ten bytes
+    buf = build_batch(records, first_timestamp=first, max_timestamp=first)
+    facts = assert_same_facts(as_type(buf), HEADER_SIZE, len(records))
+    assert [has_key for _, has_key in facts] == [r.key is not None for r in records]
+
+
+@needs_compiled
+@MANY
+@given(walk=hostile_walks())
+def test_record_facts_of_hostile_edits_are_the_same(walk):
+    buf, pos, _, count = walk
+    assert_same_facts(buf, pos, max(0, min(count, 12)))
+
+
+@needs_compiled
+@pytest.mark.parametrize(
+    "section",
+    [
+        record(body(timestamp=b"\xff" * 9 + b"\x01")),  # the largest ten-byte varint
+        record(body(timestamp=b"\xff" * 9 + b"\x02")),  # past 64 bits
+        record(body(timestamp=b"\xff" * 9 + b"\x7f")),
+        record(body(timestamp=b"\xff" * 10 + b"\x00")),  # eleven bytes
+        record(body(timestamp=b"\xff" * 10)),  # runs past the buffer
+        record(body(), -30),  # the next record would start before the buffer
+        record(body(), -3),  # ... inside it, where Python indexing wraps
+        record(body(), 2**62),  # far past the end
+        b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01" + body(),  # a length of 2^62 - 1
+    ],
+)
+def test_record_facts_of_crafted_records_are_the_same(section):
+    for count in (1, 2, 3):
+        assert_same_facts(section, 0, count)
+        assert_same_facts(b"\x00" * 40 + section, 40, count)
 
 
 # -- which walk runs ---------------------------------------------------------------------

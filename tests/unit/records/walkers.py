@@ -1,4 +1,5 @@
-"""The two implementations of walk_records, for tests that must hold for both.
+"""The two implementations of walk_records (and record_facts), for tests that must hold
+for both.
 
 The compiled one is imported directly (not through validation's choice), so a build of an
 older _walk.pyx is tested too; test_record_walk_compiled checks that the broker uses it.
@@ -9,9 +10,10 @@ import pytest
 from brokerd.records.validation import walk_records_python
 
 try:
+    from brokerd.records._walk import record_facts as record_facts_compiled
     from brokerd.records._walk import walk_records as walk_records_compiled
 except ImportError:  # not built: test_record_walk_compiled fails, these tests skip
-    walk_records_compiled = None
+    walk_records_compiled = record_facts_compiled = None
 
 NOT_BUILT = "brokerd.records._walk is not built (platform/setup builds it)"
 
