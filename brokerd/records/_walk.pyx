@@ -179,11 +179,15 @@ cdef int _walk(
             record_end = pos + <Py_ssize_t>(raw >> 1)
             if raw & 1 or raw < MIN_RECORD_BODY << 1 or record_end > end:
                 raise _reference()._size_error(i, count_arg, start, end, _unzigzag(raw))
-            # attributes (unused in v2), then timestampDelta (varlong): skipped
+            # attributes (unused in v2), then timestampDelta (varlong): skipped. Here and
+            # below, varints of up to three bytes are read inline (reading the bytes that
+            # _slow_varint would, in its order): a call copies the memoryview's struct.
             if buf[pos + 1] < 0x80:
                 pos += 2
             elif buf[pos + 2] < 0x80:
                 pos += 3
+            elif buf[pos + 3] < 0x80:
+                pos += 4
             else:
                 pos = _slow_varint(buf, pos + 1, VARLONG_BYTES, &ignored)
             # offsetDelta (varint)
@@ -195,7 +199,15 @@ cdef int _walk(
             ) == expected:
                 pos += 2
             else:
-                pos = _slow_varint(buf, pos, VARINT_BYTES, &raw)
+                if b >= 0x80 and buf[pos + 1] >= 0x80 and buf[pos + 2] < 0x80:  # 8192+
+                    raw = (
+                        (b & 0x7F)
+                        | (<uint64_t>(buf[pos + 1] & 0x7F) << 7)
+                        | (<uint64_t>buf[pos + 2] << 14)
+                    )
+                    pos += 3
+                else:
+                    pos = _slow_varint(buf, pos, VARINT_BYTES, &raw)
                 if raw != expected:
                     raise _reference()._offset_delta_error(i, _unzigzag(raw))
             # key: null (zigzag 1), or a length and its bytes
@@ -208,7 +220,17 @@ cdef int _walk(
                 else:
                     pos += 1 + (b >> 1)
             else:
-                pos = _slow_varint(buf, pos, VARINT_BYTES, &raw)
+                b1 = buf[pos + 1]
+                if b1 < 0x80:
+                    raw = (b & 0x7F) | (<uint64_t>b1 << 7)
+                    pos += 2
+                else:
+                    b2 = buf[pos + 2]
+                    if b2 < 0x80:
+                        raw = (b & 0x7F) | (<uint64_t>(b1 & 0x7F) << 7) | (<uint64_t>b2 << 14)
+                        pos += 3
+                    else:
+                        pos = _slow_varint(buf, pos, VARINT_BYTES, &raw)
                 if raw & 1:
                     raise _reference()._length_error(i, "key", raw)
                 pos += <Py_ssize_t>(raw >> 1)
