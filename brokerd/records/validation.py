@@ -323,7 +323,7 @@ record_facts = record_facts_python if _compiled is None else _compiled.record_fa
 if _compiled is None:
     _log.warning(
         "record walk: the compiled walk is %s; produced batches are walked in pure Python "
-        "(several times slower; platform/setup builds it)",
+        "(about 50 times slower per record; platform/setup builds it)",
         _not_compiled_because,
     )
 else:
