@@ -36,15 +36,25 @@ _PICKED_PORTS = range(20000, _ephemeral_range_start())
 _port_choice = random.Random()  # its own: a test seeding `random` cannot make picks repeat
 
 
+# Handed out in this run: a port picked for one broker is unbound while that broker is
+# stopped or not yet started (two per broker with the INTERNAL listener), and must not be
+# picked again for another meanwhile.
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
     for _ in range(200):
         port = _port_choice.choice(_PICKED_PORTS) if _PICKED_PORTS else 0
+        if port in _handed_out:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue  # in use: pick another
-            return sock.getsockname()[1]
+            port = sock.getsockname()[1]
+        _handed_out.add(port)
+        return port
     raise RuntimeError(f"no free port in {_PICKED_PORTS}")
 
 
