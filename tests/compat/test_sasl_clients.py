@@ -4,7 +4,6 @@ and consume; a wrong password and an unknown user are refused with Kafka's one m
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import uuid
 
@@ -84,7 +83,6 @@ def test_confluent_kafka_bad_credentials_are_refused_with_one_message(
     assert any(INVALID in error.str() for error in errors), [e.str() for e in errors]
 
 
-@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")
 @pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
 def test_kcat_over_sasl(request, pki, protocol):
     broker = request.getfixturevalue("sasl_ssl" if protocol == "SASL_SSL" else "sasl_plaintext")

@@ -4,7 +4,6 @@ broker whose SSL listener requests client certificates and another that requires
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 import uuid
@@ -80,7 +79,6 @@ def test_confluent_kafka_without_a_certificate_is_refused(ssl_broker, pki):
         producer.list_topics(timeout=5)
 
 
-@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")
 def test_kcat_over_mutual_tls(ssl_broker, pki):
     topic = f"tls-kcat-{uuid.uuid4().hex[:6]}"
     tls = [

@@ -6,7 +6,6 @@ credentials and unknown users are refused alike. Plus RFC 7677's SCRAM-SHA-256 e
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import uuid
@@ -146,7 +145,6 @@ def test_kafka_python_with_scram_sha_512(scram):
     consumer.close()
 
 
-@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")
 def test_kcat_with_scram_sha_256(scram):
     settings = [
         "-X", "security.protocol=SASL_PLAINTEXT",
