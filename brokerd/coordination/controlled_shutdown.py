@@ -15,9 +15,9 @@ import time
 from typing import TYPE_CHECKING
 
 from brokerd.client.connection import BrokerConnection
+from brokerd.peer_security import peer_security
 from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode
-from brokerd.security.tls import peer_security
 
 from . import zk
 

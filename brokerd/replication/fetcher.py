@@ -21,8 +21,8 @@ from kio.schema.offset_for_leader_epoch.v4 import request as epoch_request
 from brokerd.client.connection import BrokerConnection
 from brokerd.client.errors import KafkaConnectionError, KafkaTimeoutError
 from brokerd.log.leader_epochs import UNDEFINED_EPOCH_OFFSET
+from brokerd.peer_security import peer_security
 from brokerd.protocol.errors import ErrorCode
-from brokerd.security.tls import peer_security
 from brokerd.util.background import BackgroundTasks
 
 if TYPE_CHECKING:

@@ -25,9 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from brokerd.client.connection import PLAINTEXT, ClientSecurity
 from brokerd.config import BROKER_CONFIGS, BrokerConfig, ConfigError
-from brokerd.security.sasl.settings import SASL_PROTOCOLS, inter_broker_credentials
 
 log = logging.getLogger(__name__)
 
@@ -338,28 +336,3 @@ class ContextSource:
                     # A half-written file must not take the listener down: keep the old one.
                     log.error("listener %s: stores not reloaded: %s", self.listener, exc)
         return self.context
-
-
-def peer_security(config: BrokerConfig | None, endpoint: Any) -> ClientSecurity:
-    """How this broker connects to a peer's endpoint: plaintext unless its listener speaks
-    TLS, else with a client context built from this broker's configs for that listener; on
-    a SASL listener authenticated with sasl.mechanism.inter.broker.protocol and that
-    listener's JAAS username/password, as Kafka's brokers do."""
-    if config is None or endpoint is None:
-        return PLAINTEXT
-    protocol = endpoint.security_protocol
-    context = None
-    if protocol in TLS_PROTOCOLS:
-        context = client_context(config, endpoint.listener_name)
-    if protocol in SASL_PROTOCOLS:
-        credentials = inter_broker_credentials(config, endpoint.listener_name)
-        return ClientSecurity(
-            protocol,
-            ssl_context=context,
-            sasl_mechanism=credentials.mechanism,
-            sasl_username=credentials.username,
-            sasl_password=credentials.password,
-        )
-    if context is None:
-        return PLAINTEXT
-    return ClientSecurity("SSL", ssl_context=context)
