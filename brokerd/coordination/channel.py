@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from brokerd.client.connection import BrokerConnection
+from brokerd.config import BrokerConfig, Endpoint
 from brokerd.peer_security import peer_security
 from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
 
-if TYPE_CHECKING:
-    from .controller import Controller
+from .controller_context import ControllerContext
+from .metadata import MetadataCache
+from .zk_data import BrokerInfo
+
+# Where a broker takes inter-broker requests (its inter.broker.listener.name endpoint).
+EndpointFor = Callable[[BrokerInfo], Endpoint | None]
 
 log = logging.getLogger(__name__)
 
@@ -35,16 +40,16 @@ class _BrokerQueue:
         self.task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        controller = self.channel.controller
+        context = self.channel.context
         while True:
             request, epoch = await self.queue.get()
-            while controller.is_active and controller.epoch == epoch:
+            while context.is_active and context.epoch == epoch:
                 try:
                     response = await self._connection().send(request)
                 except Exception as exc:  # noqa: BLE001 - retried while the broker lives
                     log.debug("controller request to %d failed: %s", self.broker_id, exc)
                     await self._close()
-                    if self.broker_id not in controller.live:
+                    if self.broker_id not in context.live:
                         break
                     await asyncio.sleep(RETRY_SECONDS)
                     continue
@@ -59,7 +64,7 @@ class _BrokerQueue:
                 break
 
     def _connection(self) -> BrokerConnection:
-        info = self.channel.controller.cache.brokers.get(self.broker_id)
+        info = self.channel.cache.brokers.get(self.broker_id)
         endpoint = self.channel.control_endpoint(info) if info is not None else None
         if endpoint is None:
             raise ConnectionError(f"broker {self.broker_id} has no known endpoint")
@@ -67,14 +72,14 @@ class _BrokerQueue:
         if current is not None and (current.host, current.port) == (endpoint.host, endpoint.port):
             return current
         timeout = 30.0
-        config = self.channel.controller.config
+        config = self.channel.config
         if config is not None:
             timeout = config.get("controller.socket.timeout.ms") / 1000
         self.connection = BrokerConnection(
             endpoint.host,
             endpoint.port,
             node_id=self.broker_id,
-            client_id=f"controller-{self.channel.controller.broker_id}",
+            client_id=f"controller-{self.channel.context.broker_id}",
             request_timeout=timeout,
             security=peer_security(config, endpoint),
         )
@@ -93,8 +98,16 @@ class _BrokerQueue:
 
 
 class ControllerChannel:
-    def __init__(self, controller: Controller, endpoint_for=None):
-        self.controller = controller
+    def __init__(
+        self,
+        context: ControllerContext,
+        cache: MetadataCache,
+        config: BrokerConfig | None = None,
+        endpoint_for: EndpointFor | None = None,
+    ):
+        self.context = context
+        self.cache = cache
+        self.config = config
         self.endpoint_for = endpoint_for or _plaintext_endpoint
         self.queues: dict[int, _BrokerQueue] = {}
         self._removals = BackgroundTasks(log, "stopping the queue of a removed broker failed")
@@ -102,7 +115,7 @@ class ControllerChannel:
     def control_endpoint(self, info):
         """Where a broker takes controller requests: its control.plane.listener.name
         endpoint, else its inter-broker one, as Kafka's controller chooses."""
-        config = self.controller.config
+        config = self.config
         name = config.control_plane_listener_name if config is not None else None
         return info.endpoint(name) if name is not None else self.endpoint_for(info)
 
@@ -113,7 +126,7 @@ class ControllerChannel:
         return queue
 
     def _enqueue(self, broker_id: int, request) -> None:
-        self._queue(broker_id).queue.put_nowait((request, self.controller.epoch))
+        self._queue(broker_id).queue.put_nowait((request, self.context.epoch))
 
     def remove(self, broker_ids) -> None:
         for broker_id in broker_ids:
@@ -133,7 +146,7 @@ class ControllerChannel:
     def send_leader_and_isr(self, broker_id: int, states) -> None:
         live_leaders = []
         for leader in sorted({state.leader for _topic, _index, state, _replicas in states}):
-            info = self.controller.cache.brokers.get(leader)
+            info = self.cache.brokers.get(leader)
             endpoint = self.endpoint_for(info) if info is not None else None
             if endpoint is not None:
                 live_leaders.append(
@@ -151,9 +164,9 @@ class ControllerChannel:
         )
 
     def send_update_metadata(self, broker_id: int, states) -> None:
-        controller = self.controller
+        live = self.context.live
         brokers = []
-        for info in controller.cache.brokers.values():
+        for info in self.cache.brokers.values():
             brokers.append(
                 interbroker.UpdateMetadataBroker(
                     id=info.broker_id,
@@ -176,9 +189,7 @@ class ControllerChannel:
                 states,
                 interbroker.UpdateMetadataTopicState,
                 interbroker.UpdateMetadataPartitionState,
-                lambda replicas: {
-                    "offline_replicas": tuple(r for r in replicas if r not in controller.live)
-                },
+                lambda replicas: {"offline_replicas": tuple(r for r in replicas if r not in live)},
             ),
             live_brokers=tuple(brokers),
         )
@@ -199,9 +210,9 @@ class ControllerChannel:
         knows for the target (KIP-380: the broker refuses one meant for an earlier
         registration), then the request's own topic states and `fields`."""
         request = request_type(
-            controller_id=self.controller.broker_id,
-            controller_epoch=self.controller.epoch,
-            broker_epoch=self.controller.live.get(broker_id, -1),
+            controller_id=self.context.broker_id,
+            controller_epoch=self.context.epoch,
+            broker_epoch=self.context.live.get(broker_id, -1),
             topic_states=topic_states,
             **fields,
         )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from . import zk
+from . import zk_client, zk_data
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ UNKNOWN_BROKER_EPOCH = -1
 
 
 class ControlRequestEpochs:
-    def __init__(self, zk_client: zk.ZkClient, broker_id: int):
+    def __init__(self, zk_client: zk_client.ZkClient, broker_id: int):
         self.zk = zk_client
         self.broker_id = broker_id
         self.broker_epoch = UNKNOWN_BROKER_EPOCH  # czxid of this broker's registration
@@ -33,7 +33,7 @@ class ControlRequestEpochs:
 
     async def registered(self) -> None:
         """Called after (re-)registering in /brokers/ids: learn the new broker epoch."""
-        czxid = await self.zk.creation_zxid(zk.broker_path(self.broker_id))
+        czxid = await self.zk.creation_zxid(zk_data.broker_path(self.broker_id))
         if czxid is not None:
             self.broker_epoch = czxid
 
@@ -47,9 +47,11 @@ class ControlRequestEpochs:
         if claimed > self.controller_epoch:
             async with self._reading:  # concurrent newer claims share one read
                 if claimed > self.controller_epoch:
-                    found = await self.zk.get(zk.CONTROLLER_EPOCH)
+                    found = await self.zk.get(zk_data.CONTROLLER_EPOCH)
                     if found is not None:
-                        self.controller_epoch = max(self.controller_epoch, int(found[0] or b"0"))
+                        self.controller_epoch = max(
+                            self.controller_epoch, zk_data.decode_controller_epoch(found[0])
+                        )
         if claimed != self.controller_epoch:
             log.warning(
                 "refusing a controller request with controller epoch %d: ZooKeeper holds %d",

@@ -21,16 +21,19 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.util.background import BackgroundTasks
 
-from . import election, zk
+from . import election, zk_data
 from .channel import ControllerChannel
+from .controller_context import ControllerContext
 from .metadata import MetadataCache, TopicInfo
+from .partition_states import PartitionStateWriter
 from .reassignment import Reassigner
-from .zk import PartitionState, ZkClient
+from .zk_client import ControllerMovedError, ZkClient
+from .zk_data import PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -55,46 +58,53 @@ class Controller:
         self.cache = cache
         self.config = config
         self.probes = probes  # the broker's FailureProbes (tests hold points with them)
-        self.epoch = 0
-        self.epoch_zk_version = -1  # /controller_epoch's version when this broker took office
+        self.context = ControllerContext(broker_id, lambda: cache.controller_id)
         self.on_topic_deleted: list[PartitionsCallback] = []
-        self.channel = ControllerChannel(self, endpoint_for)
-        self.live: dict[int, int] = {}  # broker id -> czxid of its registration
+        self.channel = ControllerChannel(self.context, cache, config, endpoint_for)
+        self.partition_states = PartitionStateWriter(
+            zk_client, cache, self.context, self.resign_superseded
+        )
         self.announced: set[tuple[str, int]] = set()  # partitions sent LeaderAndIsr
-        self.highest_seen_epoch = 0
         self._events = asyncio.Lock()  # controller work runs one event at a time
         self._tasks = BackgroundTasks(log, "controller event failed")
         self.stopped = False
         self.registered = False  # elections only once the broker is in /brokers/ids
-        # Brokers in a controlled shutdown: never chosen as leaders while another ISR member
-        # can lead; forgotten when their registration goes (or is renewed).
-        self.shutting_down: set[int] = set()
         self._rebalancer: asyncio.Task | None = None
-        self.reassignments = Reassigner(self)
+        self.reassignments = Reassigner(
+            zk_client,
+            cache,
+            self.context,
+            self.channel,
+            self.partition_states,
+            on_superseded=self.resign_superseded,
+            schedule_event=self.schedule_event,
+        )
         cache.controller_listeners.append(self._controller_changed)
 
     @property
     def is_active(self) -> bool:
-        return self.cache.controller_id == self.broker_id and self.epoch >= self.highest_seen_epoch
-
-    def observe_epoch(self, epoch: int) -> None:
-        self.highest_seen_epoch = max(self.highest_seen_epoch, epoch)
+        return self.context.is_active
 
     @property
-    def fence(self) -> zk.Fence:
-        """Every state write is checked against the epoch znode this controller bumped, so a
-        deposed controller (paused, partitioned) cannot overwrite its successor's states."""
-        return (zk.CONTROLLER_EPOCH, self.epoch_zk_version)
+    def epoch(self) -> int:
+        return self.context.epoch
 
-    async def _resign(self) -> None:
+    @property
+    def highest_seen_epoch(self) -> int:
+        return self.context.highest_seen_epoch
+
+    def observe_epoch(self, epoch: int) -> None:
+        self.context.observe_epoch(epoch)
+
+    async def resign_superseded(self) -> None:
         """A fenced write failed: a newer controller exists. Learn its epoch, stop acting."""
-        found = await self.zk.get(zk.CONTROLLER_EPOCH)
+        found = await self.zk.get(zk_data.CONTROLLER_EPOCH)
         if found is not None:
-            self.observe_epoch(int(found[0] or b"0"))
+            self.context.observe_epoch(zk_data.decode_controller_epoch(found[0]))
         log.warning(
             "controller: epoch %d was superseded (now %d); resigning",
-            self.epoch,
-            self.highest_seen_epoch,
+            self.context.epoch,
+            self.context.highest_seen_epoch,
         )
         await self.cache.refresh_controller()
 
@@ -107,6 +117,12 @@ class Controller:
 
     def _spawn(self, coroutine) -> None:
         self._tasks.spawn(coroutine)
+
+    def schedule_event(self, work: Callable[[], Awaitable]) -> None:
+        """Run `work()` later as one controller event, if this broker still controls then;
+        for watches, which fire on ZooKeeper's schedule."""
+        if not self.stopped and self.is_active:
+            self._spawn(self.run_event(work))
 
     async def _probe(self, point: str) -> None:
         if self.probes is not None:
@@ -131,25 +147,26 @@ class Controller:
     async def elect(self) -> bool:
         """Try to become controller: /controller (ephemeral) and a bumped /controller_epoch."""
         self.registered = True
-        payload = {"version": 1, "brokerid": self.broker_id, "timestamp": str(_now_ms())}
+        payload = zk_data.controller_registration(self.broker_id, _now_ms())
         try:
-            await self.zk.create_json(zk.CONTROLLER, payload, ephemeral=True)
+            await self.zk.create_json(zk_data.CONTROLLER, payload, ephemeral=True)
         except NodeExistsError:
             await self.cache.refresh_controller()
             return self.is_active
-        found = await self.zk.get(zk.CONTROLLER_EPOCH)
+        found = await self.zk.get(zk_data.CONTROLLER_EPOCH)
+        context = self.context
         if found is None:
-            self.epoch = 1
-            await self.zk.create_raw(zk.CONTROLLER_EPOCH, b"1")
-            self.epoch_zk_version = 0
+            context.epoch = 1
+            await self.zk.create_raw(zk_data.CONTROLLER_EPOCH, zk_data.encode_controller_epoch(1))
+            context.epoch_zk_version = 0
         else:
-            self.epoch = int(found[0] or b"0") + 1
-            self.epoch_zk_version = await self.zk.set_raw(
-                zk.CONTROLLER_EPOCH, str(self.epoch).encode(), found[1]
+            context.epoch = zk_data.decode_controller_epoch(found[0]) + 1
+            context.epoch_zk_version = await self.zk.set_raw(
+                zk_data.CONTROLLER_EPOCH, zk_data.encode_controller_epoch(context.epoch), found[1]
             )
-        self.highest_seen_epoch = max(self.highest_seen_epoch, self.epoch)
+        context.observe_epoch(context.epoch)
         await self.cache.refresh_controller()
-        log.info("broker %d is the controller, epoch %d", self.broker_id, self.epoch)
+        log.info("broker %d is the controller, epoch %d", self.broker_id, context.epoch)
         if (
             self.config is not None
             and self.config.get("auto.leader.rebalance.enable")
@@ -229,18 +246,18 @@ class Controller:
         self, name: str, assignment: Mapping[int, Sequence[int]], configs: Mapping[str, str]
     ) -> TopicInfo:
         """Config first, then the assignment (what other brokers watch), then the states."""
-        if await self.zk.exists(zk.topic_path(name)):
+        if await self.zk.exists(zk_data.topic_path(name)):
             raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-        if await self.zk.exists(zk.delete_topic_path(name)):
+        if await self.zk.exists(zk_data.delete_topic_path(name)):
             # Its deletion is not finished: a topic made now would be taken by it.
             raise KafkaError(
                 ErrorCode.topic_already_exists, f'Topic "{name}" is marked for deletion.'
             )
-        topic_id = zk.new_kafka_uuid()
-        await self.zk.upsert_json(zk.topic_config_path(name), zk.entity_config(configs))
+        topic_id = zk_data.new_kafka_uuid()
+        await self.zk.upsert_json(zk_data.topic_config_path(name), zk_data.entity_config(configs))
         try:
             await self.zk.create_json(
-                zk.topic_path(name), zk.topic_assignment(topic_id, assignment)
+                zk_data.topic_path(name), zk_data.topic_assignment(topic_id, assignment)
             )
         except NodeExistsError:
             raise KafkaError(
@@ -251,12 +268,12 @@ class Controller:
 
     async def create_partitions(self, info: TopicInfo, assignment: Mapping[int, Sequence[int]]):
         combined = {**info.assignment, **{p: list(r) for p, r in assignment.items()}}
-        found = await self.zk.get_json(zk.topic_path(info.name))
+        found = await self.zk.get_json(zk_data.topic_path(info.name))
         if found is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
         data, version = found
         data["partitions"] = {str(p): list(r) for p, r in sorted(combined.items())}
-        await self.zk.set_json(zk.topic_path(info.name), data, version)
+        await self.zk.set_json(zk_data.topic_path(info.name), data, version)
         await self._create_states(info.name, assignment)
         return await self._await_states(info.name, assignment)
 
@@ -285,7 +302,7 @@ class Controller:
             if not self.is_active:
                 return
             live = set(self.cache.brokers) | {self.broker_id}
-            if not await self._create_child(zk.partitions_path(name)):
+            if not await self._create_child(zk_data.partitions_path(name)):
                 return
             for partition, replicas in assignment.items():
                 isr = [r for r in replicas if r in live]
@@ -293,19 +310,19 @@ class Controller:
                     leader=isr[0] if isr else -1,
                     leader_epoch=0,
                     isr=isr,
-                    controller_epoch=self.epoch,
+                    controller_epoch=self.context.epoch,
                 )
-                path = zk.partition_state_path(name, partition)
+                path = zk_data.partition_state_path(name, partition)
                 if not await self._create_child(path.rsplit("/", 1)[0]):
                     return
                 try:
-                    await self.zk.fenced_create_json(path, state.to_json(), self.fence)
+                    await self.zk.fenced_create_json(path, state.to_json(), self.context.fence)
                 except NodeExistsError:
                     pass
                 except NoNodeError:
                     return  # deleted meanwhile
-                except zk.ControllerMovedError:
-                    await self._resign()
+                except ControllerMovedError:
+                    await self.resign_superseded()
                     return
 
     async def _create_child(self, path: str) -> bool:
@@ -328,18 +345,20 @@ class Controller:
                 await self.cache.refresh_topic(info.name)
 
     async def alter_topic_config(self, name: str, configs: Mapping[str, str]) -> None:
-        await self.zk.upsert_json(zk.topic_config_path(name), zk.entity_config(configs))
+        await self.zk.upsert_json(zk_data.topic_config_path(name), zk_data.entity_config(configs))
         await self._notify_config_change(f"topics/{name}")
         await self.cache.refresh_topic(name)
 
     async def alter_broker_config(self, entity: str, configs: Mapping[str, str]) -> None:
-        await self.zk.upsert_json(zk.broker_config_path(entity), zk.entity_config(configs))
+        await self.zk.upsert_json(
+            zk_data.broker_config_path(entity), zk_data.entity_config(configs)
+        )
         await self._notify_config_change(f"brokers/{entity}")
 
     async def _notify_config_change(self, entity_path: str) -> None:
         await self.zk.create_json(
-            f"{zk.CONFIG_CHANGES}/{zk.CONFIG_CHANGE_PREFIX}",
-            zk.config_change_notification(entity_path),
+            f"{zk_data.CONFIG_CHANGES}/{zk_data.CONFIG_CHANGE_PREFIX}",
+            zk_data.config_change_notification(entity_path),
             sequence=True,
         )
 
@@ -347,20 +366,20 @@ class Controller:
     async def delete_topic(self, name: str) -> None:
         """Mark for deletion (/admin/delete_topics/<t>), then carry it out as controller."""
         try:
-            await self.zk.create_json(zk.delete_topic_path(name), {})
+            await self.zk.create_json(zk_data.delete_topic_path(name), {})
         except NodeExistsError:
             pass
         if self.is_active:
             await self._delete_marked(name)
 
     async def process_pending_deletions(self) -> None:
-        for name in await self.zk.children(zk.DELETE_TOPICS):
+        for name in await self.zk.children(zk_data.DELETE_TOPICS):
             await self._delete_marked(name)
 
     async def _delete_marked(self, name: str) -> None:
         """One deletion event; the marker's absence means another event carried it out."""
         async with self._events:
-            if self.is_active and await self.zk.exists(zk.delete_topic_path(name)):
+            if self.is_active and await self.zk.exists(zk_data.delete_topic_path(name)):
                 await self._complete_deletion(name)
 
     async def _complete_deletion(self, name: str) -> None:
@@ -369,15 +388,15 @@ class Controller:
             info.marked_for_deletion = True  # nothing here makes replicas of it any more
             for callback in self.on_topic_deleted:
                 await callback(name, sorted(info.assignment))
-            for broker_id in self.live:
+            for broker_id in self.context.live:
                 if broker_id == self.broker_id:
                     continue
                 mine = [p for p, rs in info.assignment.items() if broker_id in rs]
                 if mine:
                     self.channel.send_stop_replica(broker_id, name, mine, delete=True)
-        await self.zk.delete(zk.topic_path(name), recursive=True)
-        await self.zk.delete(zk.topic_config_path(name))
-        await self.zk.delete(zk.delete_topic_path(name))
+        await self.zk.delete(zk_data.topic_path(name), recursive=True)
+        await self.zk.delete(zk_data.topic_config_path(name))
+        await self.zk.delete(zk_data.delete_topic_path(name))
         self.cache.forget_topic(name)
         self.announced = {(t, p) for t, p in self.announced if t != name}
         self.reassignments.forget_topic(name)
@@ -389,13 +408,13 @@ class Controller:
         leader is gone, and tell every live broker the state of its partitions."""
         async with self._events:
             await self.cache.refresh_topics()
-            self.live = await self._read_live_brokers()
+            self.context.live = await self._read_live_brokers()
             await self._probe("failover")
-            await self.zk.children(zk.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed)
-            changed = await self._elect_offline(set(self.live))
+            await self.zk.children(zk_data.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed)
+            changed = await self._elect_offline(set(self.context.live))
             everything = self._all_partitions()
-            await self._send_leader_and_isr(set(self.live), everything)
-            await self._send_update_metadata(set(self.live), everything)
+            await self._send_leader_and_isr(set(self.context.live), everything)
+            await self._send_update_metadata(set(self.context.live), everything)
             self.announced = set(everything)
             del changed
 
@@ -404,8 +423,8 @@ class Controller:
         the very read that lists it: a broker registering after the read fires the watch,
         even one registering while a new controller is still taking office."""
         live = {}
-        for child in await self.zk.children(zk.BROKER_IDS, watch=self._brokers_changed):
-            czxid = await self.zk.creation_zxid(zk.broker_path(int(child)))
+        for child in await self.zk.children(zk_data.BROKER_IDS, watch=self._brokers_changed):
+            czxid = await self.zk.creation_zxid(zk_data.broker_path(int(child)))
             if czxid is not None:
                 live[int(child)] = czxid
         return live
@@ -419,10 +438,10 @@ class Controller:
             if not self.is_active:
                 return
             now = await self._read_live_brokers()
-            dead = {b for b, z in self.live.items() if now.get(b) != z}
-            new = {b for b, z in now.items() if self.live.get(b) != z}
-            self.live = now
-            self.shutting_down -= dead | new
+            dead = {b for b, z in self.context.live.items() if now.get(b) != z}
+            new = {b for b, z in now.items() if self.context.live.get(b) != z}
+            self.context.live = now
+            self.context.shutting_down -= dead | new
             await self.cache.refresh_brokers()
             if dead:
                 # A broker registered again under a new czxid (restarted before this
@@ -475,54 +494,11 @@ class Controller:
             if not involved:
                 continue
             replicas = info.assignment[index]
-            if await self._write_state(
+            if await self.partition_states.write(
                 topic, index, lambda st, t=topic, rs=replicas: self._next_state(t, rs, st, live)
             ):
                 changed.append((topic, index))
         return changed
-
-    async def _write_state(self, topic: str, index: int, compute) -> bool:
-        """Write `compute(current state)` (None: nothing to do) conditionally on the znode
-        version, re-reading on a clash; True when a new state was written."""
-        info = self.cache.topic(topic)
-        if info is None or index not in info.states:
-            return False
-        state = info.states[index]
-        for _attempt in range(5):
-            update = compute(state)
-            if update is None:
-                return False
-            try:
-                version = await self.zk.fenced_set_json(
-                    zk.partition_state_path(topic, index),
-                    update.to_json(),
-                    state.zk_version,
-                    self.fence,
-                )
-            except zk.ControllerMovedError:
-                await self._resign()
-                return False
-            except BadVersionError:
-                found = await self.zk.get_json(zk.partition_state_path(topic, index))
-                if found is None:
-                    return False
-                state = info.states[index] = PartitionState.from_json(*found)
-                continue
-            update.zk_version = version
-            info.states[index] = update
-            # A refresh may have replaced the cached topic meanwhile: keep the write there too.
-            self.cache.merge_state(topic, index, update)
-            log.info(
-                "controller: %s-%d leader %d -> %d, epoch %d, isr %s",
-                topic,
-                index,
-                state.leader,
-                update.leader,
-                update.leader_epoch,
-                update.isr,
-            )
-            return True
-        return False
 
     def _next_state(
         self, topic: str, replicas: list[int], state: PartitionState, live: set[int]
@@ -533,7 +509,9 @@ class Controller:
                 return None
             leader, isr = state.leader, live_isr  # a follower died: it leaves the ISR
         else:
-            candidates = [r for r in replicas if r in live_isr and r not in self.shutting_down]
+            candidates = [
+                r for r in replicas if r in live_isr and r not in self.context.shutting_down
+            ]
             candidates = candidates or [r for r in replicas if r in live_isr]
             if candidates:
                 leader, isr = candidates[0], live_isr
@@ -549,7 +527,7 @@ class Controller:
             leader=leader,
             leader_epoch=state.leader_epoch + 1,
             isr=isr,
-            controller_epoch=self.epoch,
+            controller_epoch=self.context.epoch,
         )
 
     # ISR change notifications -----------------------------------------------------------
@@ -561,21 +539,22 @@ class Controller:
         async with self._events:
             if not self.is_active:
                 return
-            children = await self.zk.children(zk.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed)
+            children = await self.zk.children(
+                zk_data.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed
+            )
             changed = set()
             for child in children:
-                path = f"{zk.ISR_CHANGE_NOTIFICATION}/{child}"
+                path = f"{zk_data.ISR_CHANGE_NOTIFICATION}/{child}"
                 found = await self.zk.get_json(path)
-                for entry in (found[0] if found else {}).get("partitions", []):
-                    changed.add((entry["topic"], int(entry["partition"])))
+                changed |= zk_data.parse_isr_change_notification(found[0] if found else None)
                 await self.zk.delete(path)
             for topic, index in changed:
-                found = await self.zk.get_json(zk.partition_state_path(topic, index))
+                found = await self.zk.get_json(zk_data.partition_state_path(topic, index))
                 info = self.cache.topic(topic)
                 if found is not None and info is not None:
                     info.states[index] = PartitionState.from_json(*found)
             if changed:
-                await self._send_update_metadata(set(self.live), sorted(changed))
+                await self._send_update_metadata(set(self.context.live), sorted(changed))
                 await self.reassignments.isr_changed(sorted(changed))
 
     # New topics ---------------------------------------------------------------------------
@@ -594,8 +573,8 @@ class Controller:
             ]  # a partition whose state is still being written is announced next time
             self.announced.update(fresh)
             if fresh:
-                await self._send_leader_and_isr(set(self.live), fresh)
-                await self._send_update_metadata(set(self.live), fresh)
+                await self._send_leader_and_isr(set(self.context.live), fresh)
+                await self._send_update_metadata(set(self.context.live), fresh)
 
     # Controlled shutdown ------------------------------------------------------------------
     async def controlled_shutdown(
@@ -606,12 +585,12 @@ class Controller:
         async with self._events:
             if not self.is_active:
                 return ErrorCode.not_controller, []
-            if broker_id not in self.live:
+            if broker_id not in self.context.live:
                 return ErrorCode.broker_not_available, []
-            if broker_epoch >= 0 and broker_epoch != self.live[broker_id]:
+            if broker_epoch >= 0 and broker_epoch != self.context.live[broker_id]:
                 return ErrorCode.stale_broker_epoch, []
-            self.shutting_down.add(broker_id)
-            live = set(self.live)
+            self.context.shutting_down.add(broker_id)
+            live = set(self.context.live)
             changed = []
             remaining = []
             for topic, index in self._all_partitions():
@@ -622,10 +601,10 @@ class Controller:
 
                 def away(state, rs=replicas):
                     return election.away_from(
-                        broker_id, rs, state, live, self.shutting_down, self.epoch
+                        broker_id, rs, state, live, self.context.shutting_down, self.context.epoch
                     )
 
-                if await self._write_state(topic, index, away):
+                if await self.partition_states.write(topic, index, away):
                     changed.append((topic, index))
                 if info.states[index].leader == broker_id:
                     remaining.append((topic, index))
@@ -651,7 +630,7 @@ class Controller:
                 election.preferred if election_type == election.PREFERRED else election.unclean
             )
             keys = self._all_partitions() if partitions is None else partitions
-            live = set(self.live)
+            live = set(self.context.live)
             results: dict[tuple[str, int], ErrorCode] = {}
             changed = []
             for topic, index in keys:
@@ -663,11 +642,13 @@ class Controller:
                 replicas = info.assignment.get(index, [])
 
                 def choose(state, rs=replicas, out=outcome):
-                    found = strategy(rs, state, live, self.shutting_down, self.epoch)
+                    found = strategy(
+                        rs, state, live, self.context.shutting_down, self.context.epoch
+                    )
                     out[:] = [found]
                     return found if isinstance(found, PartitionState) else None
 
-                if await self._write_state(topic, index, choose):
+                if await self.partition_states.write(topic, index, choose):
                     changed.append((topic, index))
                     results[(topic, index)] = ErrorCode.none
                 else:
@@ -694,7 +675,7 @@ class Controller:
                 by_preferred.setdefault(replicas[0], []).append((topic, index))
         out = []
         for broker_id, keys in by_preferred.items():
-            if broker_id not in self.live or broker_id in self.shutting_down:
+            if broker_id not in self.context.live or broker_id in self.context.shutting_down:
                 continue
             elsewhere = [
                 (t, p)
@@ -729,7 +710,7 @@ class Controller:
                 continue
             replicas = info.assignment.get(index, [])
             for broker_id in replicas:
-                if broker_id in brokers and broker_id in self.live:
+                if broker_id in brokers and broker_id in self.context.live:
                     by_broker.setdefault(broker_id, []).append(
                         (topic, index, info.states[index], replicas)
                     )
@@ -743,7 +724,7 @@ class Controller:
             if info is not None and index in info.states:
                 states.append((topic, index, info.states[index], info.assignment.get(index, [])))
         for broker_id in brokers:
-            if broker_id in self.live:
+            if broker_id in self.context.live:
                 self.channel.send_update_metadata(broker_id, states)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Set
 
 from brokerd.protocol.errors import ErrorCode
 
-from .zk import PartitionState
+from .zk_data import PartitionState
 
 PREFERRED = 0
 UNCLEAN = 1

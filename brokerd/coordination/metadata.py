@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 from brokerd.util.background import BackgroundTasks
 
-from . import zk
-from .zk import BrokerInfo, PartitionState, ZkClient
+from . import zk_client, zk_data
+from .zk_client import ZkClient
+from .zk_data import BrokerInfo, PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +71,15 @@ class MetadataCache:
 
     # Loading ----------------------------------------------------------------------------
     async def load(self) -> None:
-        self.cluster_id = await zk.get_or_create_cluster_id(self.zk)
+        self.cluster_id = await zk_client.get_or_create_cluster_id(self.zk)
         await self.refresh_brokers()
         await self.refresh_controller()
         await self.refresh_topics()
 
     async def refresh_brokers(self, *_: object) -> None:
         brokers = {}
-        for child in await self.zk.children(zk.BROKER_IDS, watch=self._brokers_changed):
-            found = await self.zk.get_json(zk.broker_path(int(child)))
+        for child in await self.zk.children(zk_data.BROKER_IDS, watch=self._brokers_changed):
+            found = await self.zk.get_json(zk_data.broker_path(int(child)))
             if found is not None:
                 brokers[int(child)] = BrokerInfo.from_json(int(child), found[0])
         self.brokers = brokers
@@ -87,8 +88,8 @@ class MetadataCache:
         self._spawn(self.refresh_brokers())
 
     async def refresh_controller(self, *_: object) -> None:
-        found = await self.zk.get_json(zk.CONTROLLER, watch=self._controller_changed)
-        self.controller_id = int(found[0]["brokerid"]) if found else -1
+        found = await self.zk.get_json(zk_data.CONTROLLER, watch=self._controller_changed)
+        self.controller_id = zk_data.controller_id_of(found[0]) if found else -1
         for listener in self.controller_listeners:
             listener()
 
@@ -106,7 +107,7 @@ class MetadataCache:
         self._notify()
 
     async def _topic_names(self) -> list[str]:
-        return await self._children_watched(zk.BROKER_TOPICS)
+        return await self._children_watched(zk_data.BROKER_TOPICS)
 
     def _on_topic_names_changed(self) -> None:
         if self._names_running:
@@ -138,7 +139,7 @@ class MetadataCache:
         # The listing may predate a topic CreateTopics read since: only a missing znode
         # drops. After any refresh of it in flight, which would otherwise publish it again.
         async with self._refresh_lock:
-            if not await self.zk.exists(zk.topic_path(name)):
+            if not await self.zk.exists(zk_data.topic_path(name)):
                 self.forget_topic(name)
 
     def forget_topic(self, name: str) -> None:
@@ -153,7 +154,7 @@ class MetadataCache:
         return topic_id in self._deleted_ids
 
     async def _mark_deletions(self) -> None:
-        deleting = set(await self._children_watched(zk.DELETE_TOPICS))
+        deleting = set(await self._children_watched(zk_data.DELETE_TOPICS))
         for info in self.topics.values():
             info.marked_for_deletion = info.name in deleting
 
@@ -172,7 +173,7 @@ class MetadataCache:
             return await self._refresh_topic(name)
 
     async def _refresh_topic(self, name: str) -> TopicInfo | None:
-        found = await self._get_watched(zk.topic_path(name))
+        found = await self._get_watched(zk_data.topic_path(name))
         if found is None or not isinstance(found[0], dict) or "partitions" not in found[0]:
             self.forget_topic(name)  # gone (or a bare node a deletion is removing)
             return None
@@ -182,7 +183,7 @@ class MetadataCache:
         topic_id = data.get("topic_id") or (previous.topic_id if previous else None)
         info = TopicInfo(
             name,
-            topic_id or zk.new_kafka_uuid(),
+            topic_id or zk_data.new_kafka_uuid(),
             {int(p): [int(r) for r in rs] for p, rs in data["partitions"].items()},
             adding=_replica_map(data.get("adding_replicas")),
             removing=_replica_map(data.get("removing_replicas")),
@@ -191,13 +192,13 @@ class MetadataCache:
             info.marked_for_deletion = previous.marked_for_deletion
             info.configs = previous.configs
         for partition in info.assignment:
-            path = zk.partition_state_path(name, partition)
+            path = zk_data.partition_state_path(name, partition)
             state = await self.zk.get_json(path)
             if state is None and await self._exists_watched(path):  # written in between
                 state = await self.zk.get_json(path)
             if state is not None:
                 _merge(info, partition, PartitionState.from_json(state[0], state[1]))
-        config = await self._get_watched(zk.topic_config_path(name), watch_creation=True)
+        config = await self._get_watched(zk_data.topic_config_path(name), watch_creation=True)
         if config is not None:
             info.configs = _configs_of(config[0])
         previous = self.topics.get(name)
@@ -260,9 +261,9 @@ class MetadataCache:
             raise
 
     async def _watched_change(self, path: str) -> None:
-        if path == zk.BROKER_TOPICS:
+        if path == zk_data.BROKER_TOPICS:
             self._on_topic_names_changed()
-        elif path == zk.DELETE_TOPICS:
+        elif path == zk_data.DELETE_TOPICS:
             self._on_deletions_changed()
         elif path.startswith("/config/topics/"):
             await self._config_changed(path.rsplit("/", 1)[1])
@@ -280,7 +281,7 @@ class MetadataCache:
     async def _config_changed(self, name: str) -> None:
         if name not in self.topics:
             return  # deleted: nothing to watch any more
-        found = await self._get_watched(zk.topic_config_path(name), watch_creation=True)
+        found = await self._get_watched(zk_data.topic_config_path(name), watch_creation=True)
         info = self.topics.get(name)
         if info is None or found is None:
             return

@@ -10,9 +10,10 @@ import asyncio
 
 from kazoo.exceptions import BadVersionError
 
-from .zk import ZkClient
+from . import zk_data
+from .zk_client import ZkClient
 
-PATH = "/latest_producer_id_block"
+PATH = zk_data.LATEST_PRODUCER_ID_BLOCK
 BLOCK_SIZE = 1000
 
 
@@ -42,12 +43,7 @@ class ProducerIdManager:
                     continue
             else:
                 start, version = int(found[0]["block_end"]) + 1, found[1]
-            block = {
-                "version": 1,
-                "broker": self.broker_id,
-                "block_start": str(start),
-                "block_end": str(start + BLOCK_SIZE - 1),
-            }
+            block = zk_data.producer_id_block(self.broker_id, start, start + BLOCK_SIZE - 1)
             try:
                 await self.zk.set_json(PATH, block, version)
             except BadVersionError:

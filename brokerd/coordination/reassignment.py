@@ -19,19 +19,20 @@ partitions complete.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from brokerd.protocol.errors import ErrorCode, KafkaError
 
-from . import zk
-from .zk import PartitionState
-
-if TYPE_CHECKING:
-    from .controller import Controller
+from . import zk_data
+from .channel import ControllerChannel
+from .controller_context import ControllerContext
+from .metadata import MetadataCache
+from .partition_states import PartitionStateWriter
+from .zk_client import ControllerMovedError, ZkClient
+from .zk_data import PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -121,28 +122,6 @@ def _refused(found: tuple) -> bool:
     return bool(found) and isinstance(found[0], ErrorCode)
 
 
-def parse_legacy(data: object) -> dict[PartitionKey, list[int]]:
-    """/admin/reassign_partitions: {"version":1,"partitions":[{topic, partition, replicas}]}."""
-    out: dict[PartitionKey, list[int]] = {}
-    for entry in (data or {}).get("partitions", []) if isinstance(data, dict) else []:
-        try:
-            out[(str(entry["topic"]), int(entry["partition"]))] = [
-                int(r) for r in entry["replicas"]
-            ]
-        except (KeyError, TypeError, ValueError):
-            log.warning("ignoring malformed %s entry %r", zk.REASSIGN_PARTITIONS, entry)
-    return out
-
-
-def legacy_payload(entries: Mapping[PartitionKey, Sequence[int]]) -> dict:
-    return {
-        "version": 1,
-        "partitions": [
-            {"topic": t, "partition": p, "replicas": list(rs)} for (t, p), rs in entries.items()
-        ],
-    }
-
-
 def _assignment_of(info, index: int) -> ReplicaAssignment:
     """A partition's assignment as the cached topic znode has it."""
     return ReplicaAssignment(
@@ -155,20 +134,27 @@ def _assignment_of(info, index: int) -> ReplicaAssignment:
 class Reassigner:
     """The controller's reassignments; its methods run inside the controller's event lock."""
 
-    def __init__(self, controller: Controller):
-        self.controller = controller
+    def __init__(
+        self,
+        zk: ZkClient,
+        cache: MetadataCache,
+        context: ControllerContext,
+        channel: ControllerChannel,
+        partition_states: PartitionStateWriter,
+        on_superseded: Callable[[], Awaitable[None]],
+        schedule_event: Callable[[Callable[[], Awaitable]], None],
+    ):
+        self.zk = zk
+        self.cache = cache
+        self.context = context
+        self.channel = channel
+        self.partition_states = partition_states
+        self.on_superseded = on_superseded  # a fenced write failed: a newer controller rules
+        self.schedule_event = schedule_event  # run as a controller event, if still in office
         self.ongoing: dict[PartitionKey, ReplicaAssignment] = {}
         self._legacy_armed = False  # a watch on /admin/reassign_partitions is pending
         # Replicas removed while their broker was down: deleted when it comes back.
         self.removed_while_down: dict[int, set[PartitionKey]] = {}
-
-    @property
-    def zk(self):
-        return self.controller.zk
-
-    @property
-    def cache(self):
-        return self.controller.cache
 
     def assignment(self, topic: str, index: int) -> ReplicaAssignment | None:
         if (topic, index) in self.ongoing:
@@ -209,7 +195,7 @@ class Reassigner:
             if not current.is_reassigning:
                 return ErrorCode.no_reassignment_in_progress, None
             return current.origin
-        why = invalid_target(replicas, current, set(self.controller.live))
+        why = invalid_target(replicas, current, set(self.context.live))
         if why is not None:
             return ErrorCode.invalid_replica_assignment, why
         if not allow_rf_change and len(replicas) != len(current.origin):
@@ -318,10 +304,8 @@ class Reassigner:
         await self._write_assignment(key, ReplicaAssignment(target))
         self.ongoing.pop(key, None)
         await self._remove_from_legacy(lambda k, rs: k == key and tuple(rs) == target)
-        for broker_id in self.controller.live:
-            self.controller.channel.send_update_metadata(
-                broker_id, [(key[0], key[1], state, list(target))]
-            )
+        for broker_id in self.context.live:
+            self.channel.send_update_metadata(broker_id, [(key[0], key[1], state, list(target))])
         log.info("controller: reassignment of %s-%d to %s completed", *key, list(target))
 
     async def _drop_replicas(
@@ -334,8 +318,8 @@ class Reassigner:
         """Leader into `replicas_after` and `dropped` out of the ISR (epoch bumped), tell
         the remaining replicas, delete the dropped ones. The new state, None if no replica
         could lead."""
-        live = set(self.controller.live)
-        epoch = self.controller.epoch
+        live = set(self.context.live)
+        epoch = self.context.epoch
 
         def compute(state: PartitionState) -> PartitionState | None:
             found = shrunk_state(state, dropped, replicas_after, live, epoch)
@@ -349,8 +333,8 @@ class Reassigner:
             return None
         self._send_leader_and_isr(key, state, replicas_after, replicas_after)
         for broker_id in sorted(dropped):
-            if broker_id in self.controller.live:
-                self.controller.channel.send_stop_replica(broker_id, key[0], [key[1]], delete=True)
+            if broker_id in self.context.live:
+                self.channel.send_stop_replica(broker_id, key[0], [key[1]], delete=True)
             else:
                 self.removed_while_down.setdefault(broker_id, set()).add(key)
         return state
@@ -362,12 +346,10 @@ class Reassigner:
             for topic, index in sorted(self.removed_while_down.pop(broker_id, ())):
                 current = self.assignment(topic, index)
                 if current is not None and broker_id not in current.replicas:
-                    self.controller.channel.send_stop_replica(
-                        broker_id, topic, [index], delete=True
-                    )
+                    self.channel.send_stop_replica(broker_id, topic, [index], delete=True)
 
     async def _bump_epoch(self, key: PartitionKey) -> PartitionState | None:
-        epoch = self.controller.epoch
+        epoch = self.context.epoch
 
         def bumped(state: PartitionState) -> PartitionState:
             return PartitionState(state.leader, state.leader_epoch + 1, list(state.isr), epoch)
@@ -384,14 +366,14 @@ class Reassigner:
             written[:] = [found] if found is not None else []
             return found
 
-        done = await self.controller._write_state(key[0], key[1], recorded)
-        if not self.controller.is_active:  # the fence refused the write: we resigned
+        done = await self.partition_states.write(key[0], key[1], recorded)
+        if not self.context.is_active:  # the fence refused the write: we resigned
             raise KafkaError(ErrorCode.not_controller)
         return written[0] if done and written else None
 
     async def _targets_in_sync(self, key: PartitionKey, current: ReplicaAssignment) -> bool:
         """Read from ZooKeeper, as Kafka does: the leader writes ISR changes there."""
-        found = await self.zk.get_json(zk.partition_state_path(*key))
+        found = await self.zk.get_json(zk_data.partition_state_path(*key))
         if found is None:
             return False
         state = PartitionState.from_json(*found)
@@ -402,28 +384,24 @@ class Reassigner:
         self, key: PartitionKey, state: PartitionState, replicas: Sequence[int], to: Iterable[int]
     ) -> None:
         for broker_id in to:
-            if broker_id in self.controller.live:
-                self.controller.channel.send_leader_and_isr(
+            if broker_id in self.context.live:
+                self.channel.send_leader_and_isr(
                     broker_id, [(key[0], key[1], state, list(replicas))]
                 )
 
     # ZooKeeper --------------------------------------------------------------------------
-    @property
-    def _fence(self) -> zk.Fence:
-        return self.controller.fence
-
     async def _fenced(self, write) -> None:
         """Await a fenced write; if another controller took over, resign and stop."""
         try:
             await write
-        except zk.ControllerMovedError:
-            await self.controller._resign()
+        except ControllerMovedError:
+            await self.on_superseded()
             raise KafkaError(ErrorCode.not_controller) from None
 
     async def _write_assignment(self, key: PartitionKey, assignment: ReplicaAssignment) -> None:
         """One partition's RS/AR/RR in /brokers/topics/<t>, conditional on its version."""
         topic, index = key
-        path = zk.topic_path(topic)
+        path = zk_data.topic_path(topic)
         for _attempt in range(WRITE_ATTEMPTS):
             found = await self.zk.get_json(path)
             if found is None:
@@ -441,7 +419,9 @@ class Reassigner:
                     entries[str(index)] = list(replicas)
                 data[field_name] = entries
             try:
-                await self._fenced(self.zk.fenced_set_json(path, data, version, self._fence))
+                await self.context.fenced(
+                    self.zk.fenced_set_json(path, data, version, self.context.fence)
+                )
             except BadVersionError:
                 continue
             break
@@ -463,13 +443,13 @@ class Reassigner:
         that cannot start are taken out, as Kafka does."""
         if not self._legacy_armed:
             self._legacy_armed = True
-            exists = await self.zk.exists(zk.REASSIGN_PARTITIONS, watch=self._legacy_changed)
+            exists = await self.zk.exists(zk_data.REASSIGN_PARTITIONS, watch=self._legacy_changed)
         else:
-            exists = await self.zk.exists(zk.REASSIGN_PARTITIONS)
+            exists = await self.zk.exists(zk_data.REASSIGN_PARTITIONS)
         if not exists:
             return
-        found = await self.zk.get_json(zk.REASSIGN_PARTITIONS)
-        entries = parse_legacy(found[0] if found else None)
+        found = await self.zk.get_json(zk_data.REASSIGN_PARTITIONS)
+        entries = zk_data.parse_reassign_partitions(found[0] if found else None)
         failed = set()
         for key, replicas in entries.items():
             current = self.assignment(*key)
@@ -479,7 +459,11 @@ class Reassigner:
             code, message = target if _refused(target) else await self._start_guarded(key, target)
             if code != ErrorCode.none:
                 log.warning(
-                    "%s: %s-%d refused: %s %s", zk.REASSIGN_PARTITIONS, *key, code.name, message
+                    "%s: %s-%d refused: %s %s",
+                    zk_data.REASSIGN_PARTITIONS,
+                    *key,
+                    code.name,
+                    message,
                 )
                 failed.add(key)
         if failed:
@@ -487,24 +471,24 @@ class Reassigner:
 
     def _legacy_changed(self, *_: object) -> None:
         self._legacy_armed = False
-        controller = self.controller
-        if not controller.stopped and controller.is_active:
-            controller._spawn(controller.run_event(self._read_legacy))
+        self.schedule_event(self._read_legacy)
 
     async def _remove_from_legacy(self, drop) -> None:
-        found = await self.zk.get_json(zk.REASSIGN_PARTITIONS)
+        found = await self.zk.get_json(zk_data.REASSIGN_PARTITIONS)
         if found is None:
             return
-        entries = parse_legacy(found[0])
+        entries = zk_data.parse_reassign_partitions(found[0])
         kept = {k: rs for k, rs in entries.items() if not drop(k, rs)}
         if len(kept) == len(entries):
             return
-        path, version = zk.REASSIGN_PARTITIONS, found[1]
+        path, version = zk_data.REASSIGN_PARTITIONS, found[1]
         try:
             if kept:
-                payload = legacy_payload(kept)
-                await self._fenced(self.zk.fenced_set_json(path, payload, version, self._fence))
+                payload = zk_data.reassign_partitions_payload(kept)
+                await self.context.fenced(
+                    self.zk.fenced_set_json(path, payload, version, self.context.fence)
+                )
             else:
-                await self._fenced(self.zk.fenced_delete(path, version, self._fence))
+                await self.context.fenced(self.zk.fenced_delete(path, version, self.context.fence))
         except (BadVersionError, NoNodeError):
-            log.info("%s changed meanwhile; it is read again", zk.REASSIGN_PARTITIONS)
+            log.info("%s changed meanwhile; it is read again", zk_data.REASSIGN_PARTITIONS)

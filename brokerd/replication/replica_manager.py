@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from brokerd.config import LogConfig
-from brokerd.coordination import zk
+from brokerd.coordination import zk_data
 from brokerd.coordination.topic_liveness import topic_is_live
-from brokerd.coordination.zk import PartitionState
+from brokerd.coordination.zk_data import PartitionState
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.util.background import BackgroundTasks
 
@@ -501,7 +501,7 @@ class ReplicaManager:
                 isr=new_isr,
                 controller_epoch=partition.controller_epoch,
             )
-            path = zk.partition_state_path(partition.topic, partition.partition)
+            path = zk_data.partition_state_path(partition.topic, partition.partition)
             try:
                 version = await self.broker.zk.set_json(path, state.to_json(), partition.zk_version)
             except BadVersionError:

@@ -14,9 +14,9 @@ import logging
 
 from brokerd.admin import AdminServer, BrokerMetrics
 from brokerd.config import BrokerConfig
-from brokerd.coordination import zk
+from brokerd.coordination import zk_client, zk_data
 from brokerd.coordination.control_epochs import ControlRequestEpochs
-from brokerd.coordination.controlled_shutdown import controlled_shutdown
+from brokerd.coordination.controlled_shutdown import ControlledShutdown
 from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache
 from brokerd.coordination.producer_ids import ProducerIdManager
@@ -39,7 +39,7 @@ class Broker:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.broker_id = config.broker_id
-        self.zk = zk.ZkClient(
+        self.zk = zk_client.ZkClient(
             config.zookeeper_hosts,
             config.zookeeper_chroot,
             config.get("zookeeper.session.timeout.ms"),
@@ -147,7 +147,14 @@ class Broker:
         self._stopping = True
         # Leadership moves away first, while this broker still serves (it may itself be
         # the controller answering the request).
-        await controlled_shutdown(self)
+        await ControlledShutdown(
+            self.broker_id,
+            self.config,
+            self.metadata,
+            self.zk,
+            endpoint_for=self.replicas.inter_broker_endpoint,
+            led_partitions=lambda: self.replicas.leaders.values(),
+        ).run()
         for listener in self.listeners:
             listener.stop_accepting()
         self.replicas.wake_all_waiters()
@@ -166,10 +173,10 @@ class Broker:
         log.info("broker %d stopped", self.broker_id)
 
     async def _register(self) -> None:
-        registration = zk.broker_registration(
+        registration = zk_data.broker_registration(
             self.advertised_endpoints, self.config.get("broker.rack"), admin_endpoint=self.admin.url
         )
-        await zk.register_broker(
+        await zk_client.register_broker(
             self.zk,
             self.broker_id,
             registration,
@@ -188,7 +195,7 @@ class Broker:
 
     async def _after_reconnect(self) -> None:
         """A new session lost the ephemerals: register again, re-run the election."""
-        if await self.zk.exists(zk.broker_path(self.broker_id)):
+        if await self.zk.exists(zk_data.broker_path(self.broker_id)):
             return  # the same session came back: nothing was lost
         log.warning("ZooKeeper session was re-established; registering broker again")
         await self._register()

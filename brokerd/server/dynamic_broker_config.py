@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from brokerd.coordination import zk
+from brokerd.coordination import zk_data
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -27,13 +27,13 @@ class DynamicBrokerConfigs:
         """Read both entities (watching them) into the broker's config layers."""
         config = self.broker.config
         layers = []
-        for entity in (zk.DEFAULT_BROKER_ENTITY, str(self.broker.broker_id)):
-            path = zk.broker_config_path(entity)
+        for entity in (zk_data.DEFAULT_BROKER_ENTITY, str(self.broker.broker_id)):
+            path = zk_data.broker_config_path(entity)
             await self._watch(path)  # before reading: a change in between reloads again
             found = await self.broker.zk.get_json(path)
             stored = ((found[0] or {}).get("config") or {}) if found is not None else {}
             raw = {str(k): str(v) for k, v in stored.items()}
-            per_broker = entity != zk.DEFAULT_BROKER_ENTITY
+            per_broker = entity != zk_data.DEFAULT_BROKER_ENTITY
             layers.append(config.validate_dynamic_lenient(raw, per_broker=per_broker))
         config.set_dynamic_layers(*layers)
 

@@ -13,10 +13,11 @@ import itertools
 
 import pytest
 
-from brokerd.coordination import zk
+from brokerd.coordination import zk_data
 from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache
-from brokerd.coordination.zk import PartitionState, ZkClient
+from brokerd.coordination.zk_client import ZkClient
+from brokerd.coordination.zk_data import PartitionState
 
 _chroots = itertools.count(1)
 
@@ -40,7 +41,7 @@ async def pair(zookeeper):
 
 
 async def _state(client: ZkClient, topic: str) -> PartitionState:
-    data, version = await client.get_json(zk.partition_state_path(topic, 0))
+    data, version = await client.get_json(zk_data.partition_state_path(topic, 0))
     return PartitionState.from_json(data, version)
 
 
@@ -56,7 +57,7 @@ async def test_deposed_controller_cannot_overwrite_its_successors_state(pair):
     # The old one is paused meanwhile: it must not run for election on the vacancy (it could
     # win the race, and the successor's elect() below would then fail).
     old.registered = False
-    await new.zk.delete(zk.CONTROLLER)
+    await new.zk.delete(zk_data.CONTROLLER)
     assert await new.elect()
     assert new.epoch == 2
     await new.cache.refresh_topic("fenced")
@@ -71,13 +72,13 @@ async def test_deposed_controller_cannot_overwrite_its_successors_state(pair):
     old.cache.controller_id = old.broker_id  # it still believes it rules
     assert old.is_active
     old.cache.topics["fenced"].states[0] = successors  # even knowing the latest version
-    assert not await old._write_state("fenced", 0, grab)
+    assert not await old.partition_states.write("fenced", 0, grab)
     assert await _state(new.zk, "fenced") == successors
     assert not old.is_active  # it learnt epoch 2 and stepped down
     assert old.highest_seen_epoch == 2
 
     # The successor's own writes go through.
-    assert await new._write_state("fenced", 0, grab)
+    assert await new.partition_states.write("fenced", 0, grab)
     assert (await _state(new.zk, "fenced")).leader == 2
 
 
@@ -94,5 +95,7 @@ async def test_only_the_controller_writes_first_partition_states(pair):
 
     assert sorted(info.states) == [0, 1]
     for partition in (0, 1):
-        data, _ = await other.zk.get_json(zk.partition_state_path("from-a-follower", partition))
+        data, _ = await other.zk.get_json(
+            zk_data.partition_state_path("from-a-follower", partition)
+        )
         assert data["controller_epoch"] == controller.epoch

@@ -8,14 +8,12 @@ import random
 
 import pytest
 
-from brokerd.coordination.reassignment import (
-    ReplicaAssignment,
-    invalid_target,
-    legacy_payload,
-    parse_legacy,
-    shrunk_state,
+from brokerd.coordination.reassignment import ReplicaAssignment, invalid_target, shrunk_state
+from brokerd.coordination.zk_data import (
+    PartitionState,
+    parse_reassign_partitions,
+    reassign_partitions_payload,
 )
-from brokerd.coordination.zk import PartitionState
 from brokerd.tools.reassign import PlanError, parse_reassignment, propose
 
 
@@ -55,9 +53,9 @@ def test_shrunk_state_moves_leadership_into_the_target():
 
 def test_legacy_znode_round_trip():
     entries = {("t", 0): [1, 2], ("u", 3): [3]}
-    assert parse_legacy(legacy_payload(entries)) == entries
-    assert parse_legacy({"partitions": [{"topic": "t"}]}) == {}
-    assert parse_legacy(None) == {}
+    assert parse_reassign_partitions(reassign_partitions_payload(entries)) == entries
+    assert parse_reassign_partitions({"partitions": [{"topic": "t"}]}) == {}
+    assert parse_reassign_partitions(None) == {}
 
 
 def test_cli_files_and_proposal():

@@ -30,7 +30,7 @@ from brokerd.config import (
     resolve_topic_config,
     validate_topic_overrides,
 )
-from brokerd.coordination import zk
+from brokerd.coordination import zk_data
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
@@ -246,7 +246,7 @@ def describe_broker(broker, keys, include_synonyms: bool, per_broker: bool = Tru
 def _broker_entity(broker, resource_name: str) -> str:
     """The ZooKeeper entity: this broker's id, or <default> for the cluster-wide default."""
     if resource_name == "":
-        return zk.DEFAULT_BROKER_ENTITY
+        return zk_data.DEFAULT_BROKER_ENTITY
     if not resource_name.lstrip("-").isdigit():
         raise KafkaError(
             ErrorCode.invalid_request, f"Node id must be an integer, but it is: {resource_name}"
@@ -269,7 +269,7 @@ def _describe_one(broker, resource, include_synonyms: bool):
         return describe_topic(broker, info.configs, keys, include_synonyms)
     if resource.resource_type == BROKER:
         entity = _broker_entity(broker, resource.resource_name)
-        per_broker = entity != zk.DEFAULT_BROKER_ENTITY
+        per_broker = entity != zk_data.DEFAULT_BROKER_ENTITY
         return describe_broker(broker, keys, include_synonyms, per_broker)
     raise KafkaError(
         ErrorCode.invalid_request, f"Unsupported resource type: {resource.resource_type}"
@@ -435,18 +435,18 @@ async def _alter_topic(broker, resource, new_configs_of, validate_only: bool) ->
 async def _stored_broker_configs(broker, entity: str) -> dict[str, str]:
     """The entity's configs in ZooKeeper, less what the broker would ignore in them
     (DynamicBrokerConfig.fromPersistentProps)."""
-    found = await broker.zk.get_json(zk.broker_config_path(entity))
+    found = await broker.zk.get_json(zk_data.broker_config_path(entity))
     stored = ((found[0] or {}).get("config") or {}) if found is not None else {}
     raw = {str(k): str(v) for k, v in stored.items()}
     kept = broker.config.validate_dynamic_lenient(
-        raw, per_broker=entity != zk.DEFAULT_BROKER_ENTITY
+        raw, per_broker=entity != zk_data.DEFAULT_BROKER_ENTITY
     )
     return {k: v for k, v in raw.items() if k in kept}
 
 
 async def _alter_broker(broker, resource, new_configs_of, validate_only: bool) -> None:
     entity = _broker_entity(broker, resource.resource_name)
-    per_broker = entity != zk.DEFAULT_BROKER_ENTITY
+    per_broker = entity != zk_data.DEFAULT_BROKER_ENTITY
     current = await _stored_broker_configs(broker, entity)
     updated = new_configs_of(current, _broker_type, _broker_default)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from brokerd.coordination.zk import kafka_uuid_to_uuid, uuid_to_kafka
+from brokerd.coordination.zk_data import kafka_uuid_to_uuid, uuid_to_kafka
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from brokerd.coordination.zk import PartitionState
+from brokerd.coordination.zk_data import PartitionState
 from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request

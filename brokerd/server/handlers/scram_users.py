@@ -11,7 +11,7 @@ import hmac
 from collections import Counter
 from urllib.parse import unquote
 
-from brokerd.coordination import zk
+from brokerd.coordination import zk_data
 from brokerd.protocol.errors import ErrorCode
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
@@ -172,10 +172,10 @@ async def _alter_user(broker, user: str, body, fail) -> None:
         credential = _stored(name, upsertion.iterations, upsertion.salt, upsertion.salted_password)
         config[name] = credential.to_text()
     path = user_path(user)
-    await broker.zk.upsert_json(path, zk.entity_config(config))
+    await broker.zk.upsert_json(path, zk_data.entity_config(config))
     await broker.zk.create_json(
-        f"{zk.CONFIG_CHANGES}/{zk.CONFIG_CHANGE_PREFIX}",
-        zk.config_change_notification(path.removeprefix("/config/")),
+        f"{zk_data.CONFIG_CHANGES}/{zk_data.CONFIG_CHANGE_PREFIX}",
+        zk_data.config_change_notification(path.removeprefix("/config/")),
         sequence=True,
     )
 

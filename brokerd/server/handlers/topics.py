@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections import Counter
 
-from brokerd.coordination.zk import kafka_uuid_to_uuid, uuid_to_kafka
+from brokerd.coordination.zk_data import kafka_uuid_to_uuid, uuid_to_kafka
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module

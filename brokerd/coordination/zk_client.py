@@ -1,18 +1,14 @@
-"""ZooKeeper through kazoo, with Kafka 2.x's znode layout and JSON.
+"""ZooKeeper through kazoo, as an asyncio client (Kafka's KafkaZkClient to zk_data's ZkData).
 
-Paths and payloads are those Kafka writes, so Kafka's own tools (and a later Kafka broker)
-read what this broker writes. kazoo is blocking and calls back on its own threads: every
-call runs in a worker thread and every callback is handed to the event loop.
+kazoo is blocking and calls back on its own threads: every call runs in a worker thread and
+every callback is handed to the event loop. Paths and payloads come from zk_data.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,83 +17,9 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.retry import KazooRetry
 
-from brokerd.config import Endpoint
+from . import zk_data
 
 log = logging.getLogger(__name__)
-
-# Persistent paths Kafka creates at start-up.
-PERSISTENT_PATHS = (
-    "/consumers",
-    "/brokers/ids",
-    "/brokers/topics",
-    "/brokers/seqid",
-    "/config/changes",
-    "/config/topics",
-    "/config/clients",
-    "/config/users",
-    "/config/brokers",
-    "/admin/delete_topics",
-    "/isr_change_notification",
-    "/latest_producer_id_block",
-    "/log_dir_event_notification",
-)
-
-BROKER_IDS = "/brokers/ids"
-BROKER_TOPICS = "/brokers/topics"
-CLUSTER_ID = "/cluster/id"
-CONTROLLER = "/controller"
-CONTROLLER_EPOCH = "/controller_epoch"
-DELETE_TOPICS = "/admin/delete_topics"
-REASSIGN_PARTITIONS = "/admin/reassign_partitions"  # Kafka 2.x tools' legacy reassignment
-ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
-CONFIG_CHANGES = "/config/changes"
-CONFIG_CHANGE_PREFIX = "config_change_"
-DEFAULT_BROKER_ENTITY = "<default>"
-
-
-def broker_path(broker_id: int) -> str:
-    return f"{BROKER_IDS}/{broker_id}"
-
-
-def topic_path(topic: str) -> str:
-    return f"{BROKER_TOPICS}/{topic}"
-
-
-def partitions_path(topic: str) -> str:
-    return f"{topic_path(topic)}/partitions"
-
-
-def partition_state_path(topic: str, partition: int) -> str:
-    return f"{partitions_path(topic)}/{partition}/state"
-
-
-def topic_config_path(topic: str) -> str:
-    return f"/config/topics/{topic}"
-
-
-def broker_config_path(entity: str) -> str:
-    return f"/config/brokers/{entity}"
-
-
-def delete_topic_path(topic: str) -> str:
-    return f"{DELETE_TOPICS}/{topic}"
-
-
-def new_kafka_uuid() -> str:
-    """Kafka's Uuid.toString(): 16 random bytes, URL-safe base64 without padding (22 chars)."""
-    while True:
-        raw = uuid.uuid4().bytes
-        text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-        if not text.startswith("-"):  # Kafka rerolls ids that look like CLI flags
-            return text
-
-
-def kafka_uuid_to_uuid(text: str) -> uuid.UUID:
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
-
-
-def uuid_to_kafka(value: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
 
 
 class ControllerMovedError(Exception):
@@ -107,121 +29,6 @@ class ControllerMovedError(Exception):
 # A controller's fence: /controller_epoch's znode version when it took office. Writes made
 # with it are multi-ops that first check that version, as Kafka's KafkaZkClient does.
 Fence = tuple[str, int]
-
-
-# JSON payloads ------------------------------------------------------------------------------
-
-
-def encode(data: Mapping[str, Any]) -> bytes:
-    return json.dumps(data, separators=(",", ":")).encode("utf-8")
-
-
-def decode(raw: bytes | None) -> Any:
-    if not raw:
-        return None
-    return json.loads(raw.decode("utf-8"))
-
-
-def broker_registration(
-    endpoints: Sequence[Endpoint],
-    rack: str | None,
-    timestamp_ms: int | None = None,
-    admin_endpoint: str | None = None,
-) -> dict[str, Any]:
-    """/brokers/ids/<id>, version 5 (Kafka 2.8+): endpoints, protocol map, features; plus
-    `admin_endpoint` (the admin API's URL), a key Kafka's readers ignore."""
-    plaintext = next((e for e in endpoints if e.security_protocol == "PLAINTEXT"), None)
-    data: dict[str, Any] = {
-        "features": {},
-        "listener_security_protocol_map": {e.listener_name: e.security_protocol for e in endpoints},
-        "endpoints": [e.uri for e in endpoints],
-        "jmx_port": -1,
-        "host": plaintext.host if plaintext else None,
-        "port": plaintext.port if plaintext else -1,
-        "timestamp": str(timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)),
-        "version": 5,
-    }
-    if rack is not None:
-        data["rack"] = rack
-    if admin_endpoint is not None:
-        data["admin_endpoint"] = admin_endpoint
-    return data
-
-
-@dataclass(frozen=True)
-class BrokerInfo:
-    broker_id: int
-    endpoints: tuple[Endpoint, ...]
-    rack: str | None
-
-    def endpoint(self, listener_name: str) -> Endpoint | None:
-        return next((e for e in self.endpoints if e.listener_name == listener_name), None)
-
-    @classmethod
-    def from_json(cls, broker_id: int, data: Mapping[str, Any]) -> BrokerInfo:
-        protocols = data.get("listener_security_protocol_map") or {}
-        endpoints = []
-        for uri in data.get("endpoints") or []:
-            name, _, address = uri.partition("://")
-            host, _, port = address.rpartition(":")
-            endpoints.append(Endpoint(name, protocols.get(name, name), host.strip("[]"), int(port)))
-        if not endpoints and data.get("host"):
-            endpoints.append(Endpoint("PLAINTEXT", "PLAINTEXT", data["host"], int(data["port"])))
-        return cls(broker_id, tuple(endpoints), data.get("rack"))
-
-
-def topic_assignment(topic_id: str, assignment: Mapping[int, Sequence[int]]) -> dict[str, Any]:
-    """/brokers/topics/<t> as Kafka 2.8+ writes it (version 3 carries the topic id)."""
-    return {
-        "version": 3,
-        "topic_id": topic_id,
-        "partitions": {str(p): list(replicas) for p, replicas in sorted(assignment.items())},
-        "adding_replicas": {},
-        "removing_replicas": {},
-    }
-
-
-@dataclass
-class PartitionState:
-    """/brokers/topics/<t>/partitions/<p>/state, with the znode version for fencing."""
-
-    leader: int
-    leader_epoch: int
-    isr: list[int]
-    controller_epoch: int
-    zk_version: int = -1
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "controller_epoch": self.controller_epoch,
-            "leader": self.leader,
-            "version": 1,
-            "leader_epoch": self.leader_epoch,
-            "isr": list(self.isr),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], zk_version: int) -> PartitionState:
-        return cls(
-            leader=int(data["leader"]),
-            leader_epoch=int(data["leader_epoch"]),
-            isr=[int(b) for b in data["isr"]],
-            controller_epoch=int(data["controller_epoch"]),
-            zk_version=zk_version,
-        )
-
-
-def entity_config(config: Mapping[str, str]) -> dict[str, Any]:
-    """/config/topics/<t> and /config/brokers/<id>: {"version":1,"config":{...}}."""
-    return {"version": 1, "config": dict(config)}
-
-
-def config_change_notification(entity_path: str) -> dict[str, Any]:
-    """/config/changes/config_change_<seq>: tells other brokers to reread an entity's config."""
-    return {"version": 2, "entity_path": entity_path}
-
-
-# The client ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -256,7 +63,7 @@ class ZkClient:
         if self.chroot:
             await asyncio.to_thread(self._kazoo.ensure_path, self.chroot)
             self._kazoo.chroot = self.chroot
-        for path in PERSISTENT_PATHS:
+        for path in zk_data.PERSISTENT_PATHS:
             await asyncio.to_thread(self._kazoo.ensure_path, path)
 
     async def stop(self) -> None:
@@ -310,7 +117,7 @@ class ZkClient:
         found = await self.get(path, watch)
         if found is None:
             return None
-        return decode(found[0]), found[1]
+        return zk_data.decode(found[0]), found[1]
 
     async def children(self, path: str, watch: Callable | None = None) -> list[str]:
         self.reads += 1
@@ -351,7 +158,7 @@ class ZkClient:
         return await asyncio.to_thread(
             self._kazoo.create,
             path,
-            encode(data),
+            zk_data.encode(data),
             ephemeral=ephemeral,
             sequence=sequence,
             makepath=True,
@@ -369,19 +176,21 @@ class ZkClient:
 
     async def set_json(self, path: str, data: Mapping[str, Any], version: int = -1) -> int:
         """Conditional when `version` >= 0 (BadVersionError on a stale write); new version."""
-        stat = await asyncio.to_thread(self._kazoo.set, path, encode(data), version)
+        stat = await asyncio.to_thread(self._kazoo.set, path, zk_data.encode(data), version)
         return stat.version
 
     async def fenced_set_json(
         self, path: str, data: Mapping[str, Any], version: int, fence: Fence
     ) -> int:
         """set_json only while `fence` holds; ControllerMovedError when it does not."""
-        results = await self._fenced(fence, lambda txn: txn.set_data(path, encode(data), version))
+        results = await self._fenced(
+            fence, lambda txn: txn.set_data(path, zk_data.encode(data), version)
+        )
         return results[1].version
 
     async def fenced_create_json(self, path: str, data: Mapping[str, Any], fence: Fence) -> None:
         """Create `path` (its parent must exist) only while `fence` holds."""
-        await self._fenced(fence, lambda txn: txn.create(path, encode(data)))
+        await self._fenced(fence, lambda txn: txn.create(path, zk_data.encode(data)))
 
     async def fenced_delete(self, path: str, version: int, fence: Fence) -> None:
         """Delete `path` (at `version`; -1: any) only while `fence` holds."""
@@ -442,13 +251,15 @@ class ZkClient:
 
 async def get_or_create_cluster_id(zk: ZkClient) -> str:
     """/cluster/id: {"version":"1","id":...}; the first broker creates it."""
-    found = await zk.get_json(CLUSTER_ID)
+    found = await zk.get_json(zk_data.CLUSTER_ID)
     if found is None:
         try:
-            await zk.create_json(CLUSTER_ID, {"version": "1", "id": new_kafka_uuid()})
+            await zk.create_json(
+                zk_data.CLUSTER_ID, zk_data.cluster_id_payload(zk_data.new_kafka_uuid())
+            )
         except NodeExistsError:
             pass  # another broker won the race
-        found = await zk.get_json(CLUSTER_ID)
+        found = await zk.get_json(zk_data.CLUSTER_ID)
     return found[0]["id"]
 
 
@@ -463,7 +274,7 @@ async def register_broker(
     A node left by this broker's previous session vanishes when that session expires, so
     wait up to `wait_ms` for it; a node of a live session means a duplicate broker.id.
     """
-    path = broker_path(broker_id)
+    path = zk_data.broker_path(broker_id)
     deadline = time.monotonic() + wait_ms / 1000
     while True:
         try:
