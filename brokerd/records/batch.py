@@ -159,6 +159,11 @@ class RecordBatch:
 
     # Header fields -------------------------------------------------------------------
     @property
+    def header_fields(self) -> tuple:
+        """Every field of the header, unpacked in `HEADER`'s order (validators take it whole)."""
+        return self._header
+
+    @property
     def base_offset(self) -> int:
         return self._header[0]
 
