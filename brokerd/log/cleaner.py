@@ -15,10 +15,10 @@ tail. One pass, as Kafka's Cleaner does it:
    epoch and base sequence, codec, timestamp type, leader epoch and flags, so offsets keep
    their gaps and idempotent producer state can be rebuilt from the log. A batch whose
    records all go stays as an empty batch when it is its producer's last batch;
-5. swap: `.cleaned` -> `.swap` (after noting the group's extent, see swap.py), then under
-   the log's lock the new segment replaces the group (old files become `.deleted`), then
-   `.swap` -> final name. A crash leaves either a `.cleaned` file (deleted at load) or a
-   complete `.swap` that load puts in place of the whole group.
+5. swap: `.cleaned` -> `.swap` (after noting the group's extent, see swap.py), then
+   `Log.replace_segments` puts the new segment in the group's place (old files become
+   `.deleted`) and renames `.swap` -> final name. A crash leaves either a `.cleaned` file
+   (deleted at load) or a complete `.swap` that load puts in place of the whole group.
 The active segment is never touched, and readers keep reading the old segment objects until
 the swap.
 """
@@ -301,20 +301,6 @@ def collect_aborted_transactions(segments: list[LogSegment]) -> list[AbortedTxn]
     return aborted
 
 
-def segments_overlapping(log: Log, start: int, end: int) -> list[LogSegment]:
-    """Segments holding offsets in [start, end) (Kafka's logSegments(from, to))."""
-    segments = log.segments
-    out = []
-    for i, segment in enumerate(segments):
-        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
-        if segment.base_offset >= end:
-            break
-        if next_base is not None and next_base <= start:
-            continue
-        out.append(segment)
-    return out
-
-
 def first_uncleanable_offset(log: Log, now_ms: int) -> int:
     """Where the dirty range must stop: the active segment, the high watermark, the first
     open transaction (the last stable offset) and records younger than
@@ -322,12 +308,7 @@ def first_uncleanable_offset(log: Log, now_ms: int) -> int:
     segments = log.segments
     active = segments[-1]
     bound = min(active.base_offset, log.high_watermark)
-    with log._lock:  # appends change producer state on other threads
-        open_txn_starts = [
-            entry.current_txn_first_offset
-            for entry in log.producer_state.active_producers.values()
-            if entry.current_txn_first_offset is not None
-        ]
+    open_txn_starts = log.open_transaction_starts()
     if open_txn_starts:
         bound = min(bound, min(open_txn_starts))
     lag = log.config.min_compaction_lag_ms
@@ -369,7 +350,7 @@ class Cleaner:
             report.skipped = "no dirty data below the first uncleanable offset"
             return self._finish(report, started)
 
-        aborted = collect_aborted_transactions(segments_overlapping(log, 0, uncleanable))
+        aborted = collect_aborted_transactions(log.segments_overlapping(0, uncleanable))
         end_offset, report.partial = self.build_offset_map(
             log, first_dirty, uncleanable, aborted, report
         )
@@ -379,7 +360,7 @@ class Cleaner:
         report.end_offset = end_offset
         report.map_utilization = self.offset_map.utilization
 
-        clean_segments = segments_overlapping(log, 0, first_dirty)
+        clean_segments = log.segments_overlapping(0, first_dirty)
         if clean_segments:
             report.delete_horizon_ms = (
                 clean_segments[-1].last_modified_ms - log.config.delete_retention_ms
@@ -387,7 +368,7 @@ class Cleaner:
         last_batches = _last_batches_of_producers(log)
         tracker = _TransactionTracker(aborted)
         to_clean = [
-            s for s in segments_overlapping(log, 0, end_offset) if s is not log.active_segment
+            s for s in log.segments_overlapping(0, end_offset) if s is not log.active_segment
         ]
         for group in group_segments_by_size(
             to_clean, log.config.segment_bytes, log.config.segment_index_bytes, uncleanable
@@ -419,11 +400,11 @@ class Cleaner:
         map's end offset and whether the map filled up first (a partial pass: it then ends
         after the last batch it mapped whole)."""
         if aborted is None:
-            aborted = collect_aborted_transactions(segments_overlapping(log, 0, end))
+            aborted = collect_aborted_transactions(log.segments_overlapping(0, end))
         if report is None:
             report = CleanReport(log.topic, log.partition)
         partial = self._fill_offset_map(
-            segments_overlapping(log, start, end), start, aborted, report
+            log.segments_overlapping(start, end), start, aborted, report
         )
         return self.offset_map.latest_offset + 1, partial
 
@@ -514,18 +495,14 @@ class Cleaner:
         """Replace the group by the cleaned segment, in an order that a crash at any point
         leaves loadable. False (and nothing changed) when the log changed under us."""
         self.mark_as_swap(log, cleaned, group)
-        with log._lock:
-            current = {id(s) for s in log.segments}
-            if log.closed or not all(id(s) in current for s in group):
-                # Retention, truncation or a close replaced these segments meanwhile.
-                cleaned.delete()
-                remove_swap_group(log.dir, cleaned.base_offset)
-                return False
-            log.replace_segments([cleaned], group)
-            cleaned.change_file_suffixes(SWAP_SUFFIX, "")
-            remove_swap_group(log.dir, cleaned.base_offset)
-        log.remove_deleted_segments()
-        return True
+        swapped = log.replace_segments([cleaned], group)
+        if not swapped:
+            # Retention, truncation or a close replaced these segments meanwhile.
+            cleaned.delete()
+        remove_swap_group(log.dir, cleaned.base_offset)
+        if swapped:
+            log.remove_deleted_segments()
+        return swapped
 
     @staticmethod
     def mark_as_swap(log: Log, cleaned: LogSegment, group: list[LogSegment]) -> None:
@@ -634,12 +611,11 @@ class Cleaner:
 
 
 def _last_batches_of_producers(log: Log) -> dict[int, tuple[int, int]]:
-    """producer id -> (last data offset or -1, epoch), read under the log's lock."""
-    with log._lock:
-        return {
-            pid: (entry.last_data_offset, entry.producer_epoch)
-            for pid, entry in log.producer_state.active_producers.items()
-        }
+    """producer id -> (last data offset or -1, epoch)."""
+    return {
+        pid: (entry.last_data_offset, entry.producer_epoch)
+        for pid, entry in log.active_producers().items()
+    }
 
 
 def _rebuild_batch(batch: RecordBatch, survivors: list) -> bytearray:

@@ -26,7 +26,6 @@ from .cleaner import (
     Cleaner,
     CleanReport,
     first_uncleanable_offset,
-    segments_overlapping,
 )
 from .log import Log
 from .manager import CLEANER_CHECKPOINT
@@ -124,8 +123,8 @@ class LogCleanerManager:
         now = self.now_ms() if now_ms is None else now_ms
         first_dirty = self.first_dirty_offset(log_)
         uncleanable = max(first_uncleanable_offset(log_, now), first_dirty)
-        clean = segments_overlapping(log_, -1, first_dirty)
-        dirty = segments_overlapping(log_, first_dirty, uncleanable)
+        clean = log_.segments_overlapping(-1, first_dirty)
+        dirty = log_.segments_overlapping(first_dirty, uncleanable)
         needs_now = False
         max_lag = log_.config.max_compaction_lag_ms
         if dirty and max_lag < (1 << 62):

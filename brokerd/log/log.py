@@ -1,45 +1,52 @@
-"""Log: the ordered segments of one partition, with offset assignment, reads and lookups.
+"""Log: one partition's log, coordinating its parts (Kafka's UnifiedLog).
 
-Appends and segment changes hold `_lock` (the cleaner and retention run on other
-threads); readers take the current segment snapshot without locking: the segment list is
-copy-on-write, so a read never sees a half-made change.
+- `LocalLog` (local_log.py): the segment files, log end offset, recovery point, rolls,
+  reads of file regions, truncation and removal of segments;
+- `validator`: what a produced record set must satisfy before offsets are assigned;
+- `ProducerStateManager` and `LeaderEpochFileCache`: idempotence and epoch history;
+- here: the log start offset and high watermark, offset assignment, and keeping all of the
+  above consistent with each other on every append, truncation and deletion.
+
+Thread-safety: every change holds `_lock` (an RLock), so appends (the event loop), the
+cleaner, retention, flushes and truncations (worker threads) may call in from any thread.
+Reads take the current segment view without locking: it is copy-on-write, so a read never
+sees a half-made change; a read racing a change retries on the new view (`read`).
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
-import os
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from ..config import LogConfig
-from ..records import legacy
+from ..records import iter_entries, read_entry
 from ..records.batch import (
-    COMPRESSION_MASK,
     HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_POS,
     NO_PRODUCER_ID,
-    TIMESTAMP_TYPE_MASK,
     CorruptRecordError,
-    InvalidRecordError,
     RecordBatch,
-    validate_produced_batch,
 )
-from ..records.validation import RecordStructureError, walk_records
 from . import errors
 from .leader_epochs import LeaderEpochFileCache
-from .producer_state import ProducerStateManager
-from .segment import CRC_WRITE_CHUNK, DELETED_SUFFIX, EntryHeader, FileRegion, LogSegment
-from .validator import RecordRules, check_records, structure_error
+from .local_log import FetchDataInfo, LocalLog
+from .producer_state import ProducerStateEntry, ProducerStateManager
+from .segment import EntryHeader, LogSegment
+from .validator import (
+    check_batch_crc,
+    check_single_batch,
+    up_convert_legacy,
+    validate_record_set,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,31 +78,6 @@ class AppendInfo(NamedTuple):
 # AppendInfo from all nine fields in order, without the generated __new__'s Python frame
 # (what NamedTuple._make does): a third of the cost, on the path of every produced batch.
 _new_tuple = tuple.__new__
-
-
-@dataclass(slots=True)
-class OwnedRegion(FileRegion):
-    """A region with its own descriptor (a dup of the segment's): it stays readable after
-    retention or the cleaner closes and deletes the segment. Send it, then `release()`."""
-
-    def release(self) -> None:
-        self.file.close()
-
-
-@dataclass(slots=True)
-class FetchDataInfo:
-    """What a fetch sends: a file region of whole batches (possibly empty)."""
-
-    fetch_offset: int
-    region: FileRegion | None
-    first_entry_offset: int | None = None
-
-    @property
-    def size(self) -> int:
-        return self.region.length if self.region else 0
-
-    def read(self) -> bytes:
-        return self.region.read() if self.region else b""
 
 
 @dataclass(slots=True)
@@ -131,46 +113,35 @@ class Log:
         self._lock = threading.RLock()
         # (config, plain appends?, flush.messages/flush.ms ever due on append?)
         self._plain_appends_for: tuple[LogConfig | None, bool, bool] = (None, False, True)
-        self._segments: tuple[list[int], list[LogSegment]] = ([], [])
-        self._set_segments(segments)
+        self._local = LocalLog(self.dir, config, segments, recovery_point)
         self.log_start_offset = log_start_offset
-        self.recovery_point = recovery_point
         self.leader_epoch_cache = leader_epoch_cache
         self.producer_state = producer_state
         self._clock = clock
-        self._log_end_offset = self.active_segment.read_next_offset()
-        self.high_watermark = min(self._log_end_offset, max(log_start_offset, 0))
+        self.high_watermark = min(self._local.log_end_offset, max(log_start_offset, 0))
         self._unflushed_messages = 0
         self.last_flush_ms = self.now_ms()
-        self._pending_deletes: list[tuple[int, LogSegment]] = []
-        # Held while a read dups a segment's descriptor and while a segment's file is
-        # closed, so a read never dups a closed (or already reused) descriptor number.
-        self._file_lock = threading.Lock()
         self.closed = False
 
     # Segments ------------------------------------------------------------------------
-    def _set_segments(self, segments: Iterable[LogSegment]) -> None:
-        ordered = sorted(segments, key=lambda s: s.base_offset)
-        self._segments = ([s.base_offset for s in ordered], ordered)
-
     @property
     def segments(self) -> list[LogSegment]:
-        return list(self._segments[1])
+        return self._local.segments.all()
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments[1][-1]
+        return self._local.segments.active
 
     def segment_for(self, offset: int) -> LogSegment | None:
         """The segment with the largest base offset <= offset."""
-        bases, segments = self._segments
-        i = bisect.bisect_right(bases, offset) - 1
-        return segments[i] if i >= 0 else None
+        return self._local.segments.floor(offset)
 
     def segments_from(self, offset: int) -> list[LogSegment]:
-        bases, segments = self._segments
-        i = max(bisect.bisect_right(bases, offset) - 1, 0)
-        return segments[i:]
+        return self._local.segments.from_offset(offset)
+
+    def segments_overlapping(self, start: int, end: int) -> list[LogSegment]:
+        """Segments holding offsets in [start, end) (Kafka's logSegments(from, to))."""
+        return self._local.segments.overlapping(start, end)
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -178,11 +149,19 @@ class Log:
     # Offsets ---------------------------------------------------------------------------
     @property
     def log_end_offset(self) -> int:
-        return self._log_end_offset
+        return self._local.log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._local.recovery_point
+
+    @recovery_point.setter
+    def recovery_point(self, offset: int) -> None:
+        self._local.recovery_point = offset
 
     @property
     def size(self) -> int:
-        return sum(s.size for s in self._segments[1])
+        return self._local.segments.size
 
     @property
     def latest_epoch(self) -> int | None:
@@ -191,8 +170,23 @@ class Log:
 
     def update_high_watermark(self, offset: int) -> int:
         """Clamp to [log start, LEO]; the replication layer decides when it moves."""
-        self.high_watermark = max(self.log_start_offset, min(offset, self._log_end_offset))
+        self.high_watermark = max(self.log_start_offset, min(offset, self._local.log_end_offset))
         return self.high_watermark
+
+    # Producer state read by the cleaner ----------------------------------------------
+    def open_transaction_starts(self) -> list[int]:
+        """First offsets of the transactions still open (bounding the last stable offset)."""
+        with self._lock:
+            return [
+                entry.current_txn_first_offset
+                for entry in self.producer_state.active_producers.values()
+                if entry.current_txn_first_offset is not None
+            ]
+
+    def active_producers(self) -> dict[int, ProducerStateEntry]:
+        """producer id -> its state, copied under the lock (appends change it)."""
+        with self._lock:
+            return dict(self.producer_state.active_producers)
 
     # Appends --------------------------------------------------------------------------
     def append_as_leader(
@@ -221,14 +215,9 @@ class Log:
                 return self._append_single_batch(records, header, leader_epoch, now_ms, defer_flush)
         buf = bytearray(records)
         if len(buf) > 16 and buf[16] in (0, 1):
-            try:
-                buf = legacy.up_convert(buf, self.config.max_message_bytes)
-            except CorruptRecordError as exc:
-                raise errors.CorruptMessageError(str(exc)) from exc
-            except legacy.MessageTooLargeError as exc:
-                raise errors.RecordTooLargeError(str(exc)) from exc
+            buf = up_convert_legacy(buf, self.config.max_message_bytes)
         now = self.now_ms() if now_ms is None else now_ms
-        batches = self._validate_produced(buf, now)
+        batches = validate_record_set(buf, self.config, self.dir.name, now)
 
         with self._lock:
             self._check_open()
@@ -240,7 +229,7 @@ class Log:
                     if len(batches) > 1:
                         raise errors.DuplicateSequenceError("duplicate batch inside a request")
                     return self._duplicate_info(duplicate, batch.max_timestamp)
-            first_offset = self._log_end_offset
+            first_offset = self._local.log_end_offset
             next_offset = first_offset
             headers: list[EntryHeader] = []
             log_append = self.config.message_timestamp_type == "LogAppendTime"
@@ -308,46 +297,17 @@ class Log:
     ) -> AppendInfo:
         """append_as_leader's hot path: validate from the header tuple, then write the
         rebuilt prefix (assigned baseOffset, leader epoch) and the producer's bytes after it
-        with one vectored write. The same checks and effects as the general path."""
-        size = len(records)
-        max_bytes = self.config.max_message_bytes
-        if size > max_bytes:
-            raise errors.RecordTooLargeError(
-                f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
-            )
-        # A large batch's CRC is checked while it is written, chunk by chunk (read from
-        # memory once, not twice). Whatever would answer before that write (a header rule,
-        # a duplicate, a sequence error) or change the log (a roll) checks the CRC first,
-        # so a corrupt batch gets CORRUPT_MESSAGE exactly as when it is checked up front.
-        # A compressed batch is read whole to be decompressed: its CRC is checked first.
-        crc_pending = size > CRC_WRITE_CHUNK and not header[5] & COMPRESSION_MASK
-        try:
-            validate_produced_batch(records, 0, header, not crc_pending)
-        except CorruptRecordError as exc:
-            raise errors.CorruptMessageError(str(exc)) from exc
-        except InvalidRecordError as exc:
-            if crc_pending:
-                self._validate_single_batch(records, header)
-            raise errors.InvalidRecordError(str(exc)) from exc
+        with one vectored write. The same checks and effects as the general path.
+
+        A large batch's CRC may be left for the write (`validator.check_single_batch`):
+        whatever would answer before that write (a duplicate, a sequence error) or change
+        the log (a roll) checks the CRC first."""
         now = self.now_ms() if now_ms is None else now_ms
-        # The records must be what the header says (LogValidator): walked in place when
-        # plain, decompressed otherwise. A CRC left for the write is checked before a
-        # refusal, so a damaged batch is CORRUPT_MESSAGE as when checked up front.
-        try:
-            if header[5] & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK):
-                check_records(records, 0, header, RecordRules.of(self.config, self.dir.name), now)
-            else:
-                walk_records(records, HEADER_SIZE, size, header[12])
-        except RecordStructureError as exc:
-            if crc_pending:
-                self._validate_single_batch(records, header)
-            raise structure_error(exc, self.dir.name) from None
-        except (errors.InvalidRecordError, errors.InvalidTimestampError):
-            if crc_pending:
-                self._validate_single_batch(records, header)
-            raise
+        crc_pending = check_single_batch(records, header, self.config, self.dir.name, now)
+        size = len(records)
         max_timestamp = header[8]
         count = header[12]
+        local = self._local
         with self._lock:
             self._check_open()
             batch = None
@@ -357,18 +317,18 @@ class Log:
                     duplicate = self.producer_state.check(batch)
                 except errors.LogError:
                     if crc_pending:
-                        self._validate_single_batch(records, header)
+                        check_batch_crc(records, header)
                     raise
                 if duplicate is not None:
                     if crc_pending:
-                        self._validate_single_batch(records, header)
+                        check_batch_crc(records, header)
                     return self._duplicate_info(duplicate, max_timestamp)
-            first_offset = self._log_end_offset
+            first_offset = local.log_end_offset
             last_offset = first_offset + header[6]
-            segment = self._segments[1][-1]
+            segment = local.segments.active
             if segment.should_roll(size, max_timestamp, last_offset, now):
                 if crc_pending:
-                    self._validate_single_batch(records, header)
+                    check_batch_crc(records, header)
                     crc_pending = False
                 segment = self.roll(first_offset)
             prefix = _BATCH_PREFIX.pack(first_offset, header[1], leader_epoch)
@@ -382,7 +342,7 @@ class Log:
             else:
                 rest = memoryview(records)[_BATCH_PREFIX.size :]
                 segment.append_batch(prefix, rest, size, last_offset, max_timestamp)
-            self._log_end_offset = last_offset + 1
+            local.log_end_offset = last_offset + 1
             if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
                 self.leader_epoch_cache.assign(leader_epoch, first_offset)
             if batch is not None:
@@ -407,16 +367,6 @@ class Log:
                     flush_due,
                 ),
             )
-
-    @staticmethod
-    def _validate_single_batch(records, header: tuple) -> None:
-        """The full check of a large batch whose CRC was left for the write."""
-        try:
-            validate_produced_batch(records, 0, header)
-        except CorruptRecordError as exc:
-            raise errors.CorruptMessageError(str(exc)) from exc
-        except InvalidRecordError as exc:
-            raise errors.InvalidRecordError(str(exc)) from exc
 
     def _duplicate_info(self, duplicate, max_timestamp: int) -> AppendInfo:
         """A retried batch already in the log: its original offsets, nothing written."""
@@ -445,9 +395,10 @@ class Log:
             return None
         with self._lock:
             self._check_open()
-            if batches[0].base_offset < self._log_end_offset:
+            end_offset = self._local.log_end_offset
+            if batches[0].base_offset < end_offset:
                 raise errors.OffsetOutOfRangeError(
-                    f"follower append at {batches[0].base_offset} below LEO {self._log_end_offset}"
+                    f"follower append at {batches[0].base_offset} below LEO {end_offset}"
                 )
             headers = [
                 EntryHeader(b.pos, b.size, b.base_offset, b.last_offset, b.max_timestamp, 2)
@@ -473,43 +424,6 @@ class Log:
                 end,
             )
 
-    def _validate_produced(
-        self, buf: bytes | bytearray | memoryview, now: int
-    ) -> list[RecordBatch]:
-        batches = []
-        pos = 0
-        end = len(buf)
-        config = self.config
-        max_bytes = config.max_message_bytes
-        rules = RecordRules.of(config, self.dir.name)
-        try:
-            while pos < end:
-                if end - pos < HEADER_SIZE:
-                    raise CorruptRecordError("trailing bytes shorter than a batch header")
-                if buf[pos + 16] != 2:
-                    raise CorruptRecordError(f"magic {buf[pos + 16]} mixed into a v2 record set")
-                batch = RecordBatch(buf, pos)
-                size = batch._header[1] + LOG_OVERHEAD
-                if size > max_bytes:
-                    raise errors.RecordTooLargeError(
-                        f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
-                    )
-                batch.validate_from_client()
-                check_records(buf, pos, batch._header, rules, now)
-                batches.append(batch)
-                pos += size
-        except CorruptRecordError as exc:
-            raise errors.CorruptMessageError(str(exc)) from exc
-        except InvalidRecordError as exc:
-            raise errors.InvalidRecordError(str(exc)) from exc
-        if not batches:
-            raise errors.CorruptMessageError("empty record set")
-        if len(batches) > 1:  # as Kafka's LogValidator: clients send one v2 batch
-            raise errors.InvalidRecordError(
-                f"a produced v2 record set must hold one batch, not {len(batches)}"
-            )
-        return batches
-
     def _append(
         self,
         data: bytes | bytearray | memoryview,
@@ -518,9 +432,9 @@ class Log:
         now: int | None = None,
     ) -> None:
         now = self.now_ms() if now is None else now
-        segment = self._maybe_roll(len(data), max_timestamp, headers[-1].last_offset, now)
-        segment.append(data, headers)
-        self._log_end_offset = headers[-1].last_offset + 1
+        if self.active_segment.should_roll(len(data), max_timestamp, headers[-1].last_offset, now):
+            self.roll(self._local.log_end_offset)
+        self._local.append(data, headers)
 
     def _after_append(self, count: int, defer_flush: bool = False) -> bool:
         """Count the records; flush when flush.messages / flush.ms say so (or, deferred,
@@ -540,28 +454,19 @@ class Log:
             raise errors.KafkaStorageError(f"log {self.dir.name} is closed")
 
     # Rolling and flushing ------------------------------------------------------------
-    def _maybe_roll(
-        self, messages_size: int, max_timestamp: int, max_offset: int, now: int
-    ) -> LogSegment:
-        segment = self.active_segment
-        if segment.should_roll(messages_size, max_timestamp, max_offset, now):
-            return self.roll(self._log_end_offset)
-        return segment
-
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (or `expected_next_offset`,
+        when above it), with a producer-state snapshot at its base; the sealed segments
+        are fsynced in the background."""
         with self._lock:
-            new_base = max(expected_next_offset or 0, self._log_end_offset)
-            active = self.active_segment
+            local = self._local
+            new_base = max(expected_next_offset or 0, local.log_end_offset)
+            active = local.segments.active
             if active.base_offset == new_base and active.size == 0:
                 return active  # already rolled to this offset
-            if active.base_offset >= new_base:
-                raise errors.KafkaStorageError(
-                    f"cannot roll to {new_base}: active segment starts at {active.base_offset}"
-                )
-            active.on_become_inactive()
+            segment = local.roll(new_base, self.now_ms())
+            # Loading restores producer state from the snapshot at a segment's base.
             self.producer_state.take_snapshot(new_base)
-            segment = LogSegment(self.dir, new_base, self.config, created_ms=self.now_ms())
-            self._set_segments([*self._segments[1], segment])
             _flusher.submit(self._flush_quietly, new_base)
             return segment
 
@@ -577,24 +482,17 @@ class Log:
 
         The fsyncs run without `_lock`, so appends (on the event loop) never wait for a
         disk flush running on another thread."""
+        local = self._local
         with self._lock:
-            offset = self._log_end_offset if offset is None else offset
-            if offset <= self.recovery_point:
+            offset = local.log_end_offset if offset is None else offset
+            if offset <= local.recovery_point:
                 return
-            segments = [
-                s for s in self.segments_from(self.recovery_point) if s.base_offset < offset
-            ]
-            flushed_messages = self._unflushed_messages if offset >= self._log_end_offset else 0
-        for segment in segments:
-            try:
-                segment.flush()
-            except ValueError:  # its file was closed meanwhile
-                if segment in self._segments[1]:
-                    raise  # still live: a real failure
-                # Deleted or replaced by retention/the cleaner: nothing left to flush.
+            segments = local.segments_to_flush(offset)
+            flushed_messages = self._unflushed_messages if offset >= local.log_end_offset else 0
+        local.flush_segments(segments)
         with self._lock:
-            self.recovery_point = max(self.recovery_point, offset)
-            if flushed_messages or offset >= self._log_end_offset:
+            local.recovery_point = max(local.recovery_point, offset)
+            if flushed_messages or offset >= local.log_end_offset:
                 self._unflushed_messages = max(0, self._unflushed_messages - flushed_messages)
                 self.last_flush_ms = self.now_ms()
 
@@ -613,14 +511,14 @@ class Log:
         `owned`: the region is an OwnedRegion with its own descriptor, safe to send later
         even if the segment is deleted meanwhile; the caller must release() it."""
         while True:
-            segments_before = self._segments
+            view_before = self._local.segments.view
             try:
                 return self._read(start_offset, max_bytes, max_offset, min_one_message, owned)
             except ValueError:
                 # A segment file closed under us (retention, the cleaner): if the segment
                 # list changed, read again from the new one (which may now say the
                 # offset is out of range); otherwise it is a real error.
-                if self._segments is segments_before:
+                if self._local.segments.view is view_before:
                     raise
 
     def _read(
@@ -631,7 +529,7 @@ class Log:
         min_one_message: bool,
         owned: bool,
     ) -> FetchDataInfo:
-        end_offset = self._log_end_offset
+        end_offset = self._local.log_end_offset
         if start_offset == end_offset:
             return FetchDataInfo(start_offset, None)
         if start_offset > end_offset or start_offset < self.log_start_offset:
@@ -641,36 +539,12 @@ class Log:
             )
         if max_offset is not None and start_offset >= max_offset:
             return FetchDataInfo(start_offset, None)
-        bases, segments = self._segments
-        i = max(bisect.bisect_right(bases, start_offset) - 1, 0)
-        while i < len(segments):
-            segment = segments[i]
-            next_base = bases[i + 1] if i + 1 < len(bases) else None
-            max_position = segment.size
-            if max_offset is not None and (next_base is None or max_offset < next_base):
-                bound = segment.translate_offset(max_offset)
-                if bound is not None:
-                    max_position = bound.position
-            with self._file_lock:
-                found = segment.read(start_offset, max_bytes, max_position, min_one_message)
-                if found is not None and found[1].length and owned:
-                    first, region = found
-                    own_file = os.fdopen(os.dup(region.file.fileno()), "rb", buffering=0)
-                    found = first, OwnedRegion(own_file, region.position, region.length)
-            if found is not None:
-                first, region = found
-                if region.length == 0:
-                    return FetchDataInfo(start_offset, None)
-                return FetchDataInfo(start_offset, region, first.base_offset)
-            i += 1  # offset past this segment's data (compacted away): next segment
-        return FetchDataInfo(start_offset, None)
+        return self._local.read(start_offset, max_bytes, max_offset, min_one_message, owned)
 
     def read_batches(self, start_offset: int = 0, max_offset: int | None = None):
         """Decoded entries from start_offset (tests, tools, the cleaner's callers)."""
-        from ..records import iter_entries
-
         offset = max(start_offset, self.log_start_offset)
-        while offset < (self._log_end_offset if max_offset is None else max_offset):
+        while offset < (self._local.log_end_offset if max_offset is None else max_offset):
             info = self.read(offset, 1 << 20, max_offset, True)
             if info.region is None:
                 return
@@ -690,7 +564,7 @@ class Log:
             epoch = self.leader_epoch_cache.epoch_for_offset(self.log_start_offset)
             return TimestampOffset(-1, self.log_start_offset, epoch)
         if target == LATEST_TIMESTAMP:
-            return TimestampOffset(-1, self._log_end_offset, self.latest_epoch)
+            return TimestampOffset(-1, self._local.log_end_offset, self.latest_epoch)
         if target == MAX_TIMESTAMP:
             return self._max_timestamp_offset()
         for segment in self.segments:
@@ -715,8 +589,6 @@ class Log:
         segment = self.segment_for(best.offset)
         header = segment.translate_offset(best.offset) if segment else None
         if header is not None:
-            from ..records import read_entry
-
             for record in read_entry(segment.read_entry_bytes(header)).records():
                 if record.timestamp == best.timestamp:
                     best = TimestampOffset(record.timestamp, record.offset)
@@ -740,22 +612,18 @@ class Log:
             return self.log_start_offset
 
     def truncate_to(self, offset: int) -> bool:
-        """Remove everything at or above `offset` (a follower matching its leader)."""
+        """Remove everything at or above `offset` (a follower matching its leader).
+
+        Deletes files and fsyncs the leader-epoch checkpoint: call it off the event loop;
+        it is safe from any thread (it holds the log's lock)."""
         with self._lock:
-            if offset >= self._log_end_offset:
+            local = self._local
+            if offset >= local.log_end_offset:
                 return False
-            if offset < self.log_start_offset or offset < self._segments[0][0]:
+            if offset < self.log_start_offset or offset < local.segments.first.base_offset:
                 self.truncate_fully_and_start_at(offset)
                 return True
-            keep = [s for s in self._segments[1] if s.base_offset <= offset]
-            drop = [s for s in self._segments[1] if s.base_offset > offset]
-            self._set_segments(keep)
-            for segment in drop:
-                self._close_file(segment)
-                segment.delete()
-            self.active_segment.truncate_to(offset)
-            self._log_end_offset = offset
-            self.recovery_point = min(self.recovery_point, offset)
+            local.truncate_to(offset)
             self.high_watermark = min(self.high_watermark, offset)
             self.leader_epoch_cache.truncate_from_end(offset)
             self.producer_state.truncate_and_reload(self.log_start_offset, offset)
@@ -763,18 +631,12 @@ class Log:
             return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete the whole log and start it empty at `offset` (a follower far behind its
+        leader's log start). Deletes files and fsyncs checkpoints: call it off the event
+        loop; it is safe from any thread (it holds the log's lock)."""
         with self._lock:
-            old = self._segments[1]
-            self._set_segments(
-                [LogSegment(self.dir, offset, self.config, created_ms=self.now_ms())]
-            )
-            for segment in old:
-                if segment.base_offset != offset:
-                    self._close_file(segment)
-                    segment.delete()
-            self._log_end_offset = offset
+            self._local.truncate_fully_and_start_at(offset, self.now_ms())
             self.log_start_offset = offset
-            self.recovery_point = offset
             self.high_watermark = offset
             self.leader_epoch_cache.clear_and_flush()
             self.producer_state.truncate_and_reload(offset, offset)
@@ -796,7 +658,8 @@ class Log:
         with self._lock:
             if self.closed:
                 return report  # closed or deleted meanwhile: its files are not ours any more
-            current = self._segments[1]
+            local = self._local
+            current = local.segments.all()
             # Chosen outside the lock: a concurrent retention run or cleaning may have
             # removed some already. Only segments still in the log go.
             present = {id(s) for s in current}
@@ -804,20 +667,15 @@ class Log:
             if not doomed:
                 return report
             if len(doomed) >= len(current) and doomed[-1] is current[-1]:
-                self.roll(self._log_end_offset)
-                current = self._segments[1]
-            doomed_ids = {id(s) for s in doomed}
-            remaining = [s for s in current if id(s) not in doomed_ids]
-            self._set_segments(remaining)
-            self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
-            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-            self.producer_state.delete_snapshots_before(remaining[0].base_offset)
-            due = self.now_ms() + self.config.file_delete_delay_ms
+                self.roll(local.log_end_offset)
             for segment in doomed:
                 report.count += 1
                 report.bytes += segment.size
-                segment.change_file_suffixes("", DELETED_SUFFIX)
-                self._pending_deletes.append((due, segment))
+            local.remove_segments(doomed, self.now_ms() + self.config.file_delete_delay_ms)
+            first_base = local.segments.first.base_offset
+            self.log_start_offset = max(self.log_start_offset, first_base)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+            self.producer_state.delete_snapshots_before(first_base)
             log.info(
                 "%s: deleted %d segments (%d bytes) for %s; log start offset %d",
                 self.dir.name,
@@ -832,38 +690,23 @@ class Log:
     def remove_deleted_segments(self, now_ms: int | None = None, force: bool = False) -> int:
         """Delete the `.deleted` files whose delay has passed; returns how many went."""
         now = self.now_ms() if now_ms is None else now_ms
-        with self._lock:
-            due = [(t, s) for t, s in self._pending_deletes if force or t <= now]
-            self._pending_deletes = [
-                (t, s) for t, s in self._pending_deletes if not (force or t <= now)
-            ]
-        for _, segment in due:
-            self._close_file(segment)
-            segment.delete()
-        return len(due)
+        return self._local.remove_deleted_segments(now, force)
 
-    def _close_file(self, segment: LogSegment) -> None:
-        """Close a segment's log file under the file lock (see `read`); closing the rest
-        (indexes, unlinks) needs no lock and may take longer."""
-        with self._file_lock:
-            segment.file.close()
-
-    def replace_segments(self, new: list[LogSegment], old: list[LogSegment]) -> None:
-        """Swap cleaned segments in for the ones they replace, atomically for readers."""
+    def replace_segments(self, new: list[LogSegment], old: list[LogSegment]) -> bool:
+        """The cleaner's swap (Kafka's replaceSegments): `new`, complete on disk with the
+        `.swap` suffix, takes the place of `old` in one change readers see at once; `old`
+        becomes `.deleted` and `new` gets its final names. False, and nothing changed,
+        when the log is closed or any of `old` has left it (retention, truncation)."""
         with self._lock:
-            old_ids = {id(s) for s in old}
-            current = [s for s in self._segments[1] if id(s) not in old_ids]
-            self._set_segments([*current, *new])
+            if self.closed or not self._local.segments.contains_all(old):
+                return False
             due = self.now_ms() + self.config.file_delete_delay_ms
-            for segment in old:
-                if segment.log_path.exists():
-                    segment.change_file_suffixes("", DELETED_SUFFIX)
-                self._pending_deletes.append((due, segment))
+            self._local.replace_segments(new, old, due)
+            return True
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
-        for segment in self._segments[1]:
-            segment.config = config
+        self._local.update_config(config)
 
     def close(self) -> None:
         """Clean close: a final snapshot, trimmed indexes, flushed files."""
@@ -871,13 +714,9 @@ class Log:
             if self.closed:
                 return
             self.flush()
-            self.producer_state.take_snapshot(self._log_end_offset)
+            self.producer_state.take_snapshot(self._local.log_end_offset)
             self.leader_epoch_cache.flush()
-            for segment in self._segments[1]:
-                segment.trim()  # a preallocated file keeps only its data
-                self._close_file(segment)
-                segment.close()  # seals the indexes (the file is already closed)
-            self.remove_deleted_segments(force=True)
+            self._local.close()
             self.closed = True
 
     def delete(self) -> None:
@@ -887,15 +726,12 @@ class Log:
             if self.closed:
                 return
             self.closed = True
-            for segment in self._segments[1]:
-                self._close_file(segment)
-                segment.close()
-            self.remove_deleted_segments(force=True)
+            self._local.release()
 
     def __repr__(self) -> str:
         return (
-            f"Log({self.dir.name}, start={self.log_start_offset}, end={self._log_end_offset}, "
-            f"segments={len(self._segments[1])})"
+            f"Log({self.dir.name}, start={self.log_start_offset}, "
+            f"end={self._local.log_end_offset}, segments={len(self._local.segments)})"
         )
 
 

@@ -1,8 +1,10 @@
-"""Kafka's LogValidator for a produced v2 batch: its records must be what its header says.
+"""Kafka's LogValidator: what a produced record set must satisfy before offsets are assigned.
 
-`validate_produced_batch` (records/batch.py) has checked the batch's size, CRC and header
-rules. Here the records themselves are read, as Kafka's broker reads every produced record
-before offsets are assigned:
+Two entries, both raising the log's typed errors: `check_single_batch` for the common
+request (one v2 batch, checked from its header tuple, its bytes written as they came) and
+`validate_record_set` for the rest (legacy sets first up-converted by `up_convert_legacy`).
+The header rules and CRC are `validate_produced_batch`'s (records/batch.py). Then the
+records themselves are read, as Kafka's broker reads every produced record:
 - compressed batches are decompressed first, capped at `compression.MAX_DECOMPRESSED_BYTES`
   (a few KiB can claim gigabytes): an undecodable or oversized payload is CORRUPT_MESSAGE;
 - the declared count, each record's length and fields, and offset deltas 0..count-1 must
@@ -19,17 +21,22 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..config import LogConfig
-from ..records import compression
+from ..records import compression, legacy
 from ..records.batch import (
     COMPRESSION_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordBatch,
+    validate_produced_batch,
 )
 from ..records.validation import RecordStructureError, record_facts, walk_records
 from ..records.varint import wrap_int64
 from . import errors
+from .segment import CRC_WRITE_CHUNK
 
 UNBOUNDED_MS = 1 << 62  # at or above this, message.timestamp.difference.max.ms is off
 
@@ -78,6 +85,110 @@ class RecordRules:
     @property
     def reads_every_record(self) -> bool:
         return self.compacted or self.timestamp_max_diff_ms < UNBOUNDED_MS
+
+
+def check_single_batch(
+    records: bytes | bytearray | memoryview,
+    header: tuple,
+    config: LogConfig,
+    topic_partition: str,
+    now: int,
+) -> bool:
+    """Every check of a produced record set that is one v2 batch (its HEADER tuple given),
+    short of the CRC of a large uncompressed batch: True when that CRC is left for the
+    write (`segment.append_batch_checking_crc`), which reads the batch from memory once
+    instead of twice. Whoever refuses such a batch, here or later, checks its CRC first
+    (`check_batch_crc`), so a damaged batch is CORRUPT_MESSAGE exactly as when checked up
+    front. A compressed batch is read whole to be decompressed: its CRC is checked first."""
+    size = len(records)
+    max_bytes = config.max_message_bytes
+    if size > max_bytes:
+        raise errors.RecordTooLargeError(
+            f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
+        )
+    crc_pending = size > CRC_WRITE_CHUNK and not header[5] & COMPRESSION_MASK
+    try:
+        validate_produced_batch(records, 0, header, not crc_pending)
+    except CorruptRecordError as exc:
+        raise errors.CorruptMessageError(str(exc)) from exc
+    except InvalidRecordError as exc:
+        if crc_pending:
+            check_batch_crc(records, header)
+        raise errors.InvalidRecordError(str(exc)) from exc
+    try:
+        if header[5] & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK):
+            check_records(records, 0, header, RecordRules.of(config, topic_partition), now)
+        else:
+            walk_records(records, HEADER_SIZE, size, header[12])
+    except RecordStructureError as exc:
+        if crc_pending:
+            check_batch_crc(records, header)
+        raise structure_error(exc, topic_partition) from None
+    except (errors.InvalidRecordError, errors.InvalidTimestampError):
+        if crc_pending:
+            check_batch_crc(records, header)
+        raise
+    return crc_pending
+
+
+def check_batch_crc(records, header: tuple) -> None:
+    """The full header check, CRC included, of a batch whose CRC was left for the write."""
+    try:
+        validate_produced_batch(records, 0, header)
+    except CorruptRecordError as exc:
+        raise errors.CorruptMessageError(str(exc)) from exc
+    except InvalidRecordError as exc:
+        raise errors.InvalidRecordError(str(exc)) from exc
+
+
+def up_convert_legacy(buf: bytearray, max_message_bytes: int) -> bytearray:
+    """A produced v0/v1 message set as one v2 batch (entries over max.message.bytes are
+    refused before they are decoded)."""
+    try:
+        return legacy.up_convert(buf, max_message_bytes)
+    except CorruptRecordError as exc:
+        raise errors.CorruptMessageError(str(exc)) from exc
+    except legacy.MessageTooLargeError as exc:
+        raise errors.RecordTooLargeError(str(exc)) from exc
+
+
+def validate_record_set(
+    buf: bytes | bytearray | memoryview, config: LogConfig, topic_partition: str, now: int
+) -> list[RecordBatch]:
+    """The general path: every batch of a produced v2 record set checked whole, CRC
+    included; as Kafka's LogValidator, a client sends exactly one batch."""
+    batches = []
+    pos = 0
+    end = len(buf)
+    max_bytes = config.max_message_bytes
+    rules = RecordRules.of(config, topic_partition)
+    try:
+        while pos < end:
+            if end - pos < HEADER_SIZE:
+                raise CorruptRecordError("trailing bytes shorter than a batch header")
+            if buf[pos + 16] != 2:
+                raise CorruptRecordError(f"magic {buf[pos + 16]} mixed into a v2 record set")
+            batch = RecordBatch(buf, pos)
+            size = batch.size
+            if size > max_bytes:
+                raise errors.RecordTooLargeError(
+                    f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
+                )
+            batch.validate_from_client()
+            check_records(buf, pos, batch.header_fields, rules, now)
+            batches.append(batch)
+            pos += size
+    except CorruptRecordError as exc:
+        raise errors.CorruptMessageError(str(exc)) from exc
+    except InvalidRecordError as exc:
+        raise errors.InvalidRecordError(str(exc)) from exc
+    if not batches:
+        raise errors.CorruptMessageError("empty record set")
+    if len(batches) > 1:
+        raise errors.InvalidRecordError(
+            f"a produced v2 record set must hold one batch, not {len(batches)}"
+        )
+    return batches
 
 
 def check_records(buf, pos: int, header: tuple, rules: RecordRules, now: int) -> None:

@@ -71,10 +71,9 @@ def test_the_broker_walks_records_with_the_compiled_walk():
         "brokerd.records._walk was built from another version of _walk.pyx: "
         "run platform/setup (or platform/build_extensions.py)"
     )
-    from brokerd.log import log, validator
+    from brokerd.log import validator
 
     assert validation.walk_records is walk_records_compiled
-    assert log.walk_records is walk_records_compiled
     assert validator.walk_records is walk_records_compiled
     assert validator.record_facts is record_facts_compiled
 
