@@ -419,9 +419,7 @@ class Reassigner:
                     entries[str(index)] = list(replicas)
                 data[field_name] = entries
             try:
-                await self.context.fenced(
-                    self.zk.fenced_set_json(path, data, version, self.context.fence)
-                )
+                await self._fenced(self.zk.fenced_set_json(path, data, version, self.context.fence))
             except BadVersionError:
                 continue
             break
@@ -485,10 +483,10 @@ class Reassigner:
         try:
             if kept:
                 payload = zk_data.reassign_partitions_payload(kept)
-                await self.context.fenced(
+                await self._fenced(
                     self.zk.fenced_set_json(path, payload, version, self.context.fence)
                 )
             else:
-                await self.context.fenced(self.zk.fenced_delete(path, version, self.context.fence))
+                await self._fenced(self.zk.fenced_delete(path, version, self.context.fence))
         except (BadVersionError, NoNodeError):
             log.info("%s changed meanwhile; it is read again", zk_data.REASSIGN_PARTITIONS)
