@@ -2,13 +2,14 @@
 settings under the CELERY_ namespace, and django-celery-beat's DatabaseScheduler so schedules
 live in the database and operators edit them from the maintenance page.
 
-    celery -A tasks worker -l info
-    celery -A tasks beat -l info      (the scheduler comes from CELERY_BEAT_SCHEDULER)
+It lives with the Django project, as Celery's Django layout has it: the dashboard queues tasks
+through it by name (dashboard/core/maintenance.py, spark_loads.py) without importing them, and
+the worker and beat load it through tasks/ (`celery -A tasks worker|beat`), which registers the
+task modules.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 from celery import Celery
@@ -18,7 +19,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 app = Celery("brokerd_platform")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
-# tasks/ is not a Django app, so its modules are listed; spark.py belongs to the Spark loads
-# and is included once it exists.
-_MODULES = ["tasks.maintenance", "tasks.history", "tasks.spark", "tasks.spark_reconcile"]
-app.conf.include = [m for m in _MODULES if importlib.util.find_spec(m) is not None]
+
+def queue_task(name: str, *args: object):
+    """Queue the task registered under `name` (in tasks/) as its own apply_async would:
+    results ignored as CELERY_TASK_IGNORE_RESULT says, and no retrying when the queue (Redis)
+    is unreachable: the error is raised for the caller to report. The AsyncResult."""
+    return app.send_task(
+        name, args=list(args), retry=False, ignore_result=app.conf.task_ignore_result
+    )

@@ -157,8 +157,8 @@ def start_dashboard(supervisor: Supervisor, port: int, env: dict[str, str]) -> N
 
 
 def celery_command(role: str) -> list[str]:
-    """The Celery worker or beat of the platform (tasks/celery.py; beat's schedules live in
-    the database through django-celery-beat)."""
+    """The Celery worker or beat of the platform (the app of dashboard/celery.py with the
+    task modules of tasks/; beat's schedules live in the database through django-celery-beat)."""
     command = [sys.executable, "-m", "celery", "-A", "tasks", role, "-l", "info"]
     if role == "worker":
         command += ["--concurrency", "2", "--without-gossip", "--without-mingle"]

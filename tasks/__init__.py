@@ -1,6 +1,15 @@
 """Celery tasks of the platform: maintenance (retention, compaction), history samples, Spark
-loads. `tasks.celery.app` is the Celery app (imported here so `celery -A tasks` finds it)."""
+loads. The worker and beat start here (`celery -A tasks worker|beat`): `app` is the
+platform's Celery app (dashboard/celery.py), with these task modules to load."""
 
-from .celery import app as celery_app
+from dashboard.celery import app
 
-__all__ = ["celery_app"]
+# tasks/ is not a Django app, so its modules are listed rather than discovered.
+app.conf.include = [
+    "tasks.maintenance",
+    "tasks.history",
+    "tasks.spark",
+    "tasks.spark_reconcile",
+]
+
+__all__ = ["app"]

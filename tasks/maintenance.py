@@ -8,19 +8,16 @@ Topic policy decides what applies: retention runs on `delete` topics, compaction
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from celery import shared_task
-from channels.layers import get_channel_layer
-from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import with_cluster
+from dashboard.core.live_updates import publish_run
+from dashboard.core.maintenance import RUN_TASK, SCHEDULE_TASK, create_run
 from dashboard.core.models import (
     MaintenanceAction,
     MaintenanceRun,
@@ -29,61 +26,6 @@ from dashboard.core.models import (
 )
 
 log = logging.getLogger(__name__)
-
-RUN_TASK = "tasks.maintenance.run_maintenance"
-SCHEDULE_TASK = "tasks.maintenance.run_schedule"
-
-
-# Live updates ----------------------------------------------------------------------------
-def run_payload(run: MaintenanceRun) -> dict[str, Any]:
-    def ms(moment):
-        return int(moment.timestamp() * 1000) if moment else None
-
-    return {
-        "id": run.id,
-        "cluster_id": run.cluster.name,
-        "schedule_id": run.schedule_id,
-        "action": run.action,
-        "topic": run.topic,
-        "partition": run.partition,
-        "status": run.status,
-        "requested_by": run.requested_by.get_username() if run.requested_by else None,
-        "created_ms": ms(run.created_at),
-        "started_ms": ms(run.started_at),
-        "finished_ms": ms(run.finished_at),
-        "summary": summarize(run),
-        "result": run.result,
-        "error": run.error,
-    }
-
-
-def summarize(run: MaintenanceRun) -> str:
-    totals = (run.result or {}).get("totals")
-    if not totals:
-        return ""
-    if run.action == MaintenanceAction.RETENTION:
-        text = f"{totals['segments_deleted']} segments deleted, {totals['bytes_freed']} bytes freed"
-    else:
-        text = f"{totals['records_removed']} records removed, {totals['bytes_removed']} bytes freed"
-    skipped = (run.result or {}).get("skipped") or []
-    return text + (f"; skipped {len(skipped)}" if skipped else "")
-
-
-def publish(run: MaintenanceRun) -> None:
-    """Push the run to the cluster's maintenance page (best effort: the run is stored)."""
-    from dashboard.live.collector import maintenance_group
-
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    message = {
-        "type": "snapshot",
-        "payload": {"kind": "run", "cluster_id": run.cluster.name, "data": run_payload(run)},
-    }
-    try:
-        async_to_sync(layer.group_send)(maintenance_group(run.cluster.name), message)
-    except Exception:  # Redis down: the page catches up on reload
-        log.warning("could not publish maintenance run %s", run.id, exc_info=True)
 
 
 # Asking the brokers ----------------------------------------------------------------------
@@ -149,7 +91,7 @@ def run_maintenance(run_id: int) -> dict[str, Any]:
     run = MaintenanceRun.objects.select_related("cluster", "requested_by").get(pk=run_id)
     run.status, run.started_at = RunStatus.RUNNING, timezone.now()
     run.save(update_fields=["status", "started_at"])
-    publish(run)
+    publish_run(run)
     try:
         run.result = execute(run)
         run.status = RunStatus.SUCCEEDED
@@ -158,7 +100,7 @@ def run_maintenance(run_id: int) -> dict[str, Any]:
         run.status, run.error = RunStatus.FAILED, str(exc)[:10000]
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "result", "error", "finished_at"])
-    publish(run)
+    publish_run(run)
     return {"run_id": run.id, "status": run.status}
 
 
@@ -172,105 +114,3 @@ def run_schedule(schedule_id: int) -> dict[str, Any] | None:
         schedule.cluster, schedule.action, schedule.topic, schedule.partition, schedule=schedule
     )
     return run_maintenance(run.id)
-
-
-def create_run(cluster, action, topic="", partition=None, *, user=None, schedule=None):
-    run = MaintenanceRun.objects.create(
-        cluster=cluster,
-        schedule=schedule,
-        action=action,
-        topic=topic or "",
-        partition=partition,
-        requested_by=user if user is not None and user.is_authenticated else None,
-    )
-    publish(run)
-    return run
-
-
-# Schedules as django-celery-beat PeriodicTasks ------------------------------------------
-# cron's field order, as an operator writes it: "*/15 2-5 * * mon-fri".
-CRONTAB_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
-CRONTAB_MAX_LENGTH = 200
-
-
-def crontab_fields(expression: str) -> dict[str, str]:
-    """A crontab expression as CrontabSchedule fields; ValueError says what is wrong."""
-    from django.core.exceptions import ValidationError
-    from django_celery_beat.models import CrontabSchedule
-
-    parts = expression.split()
-    if len(parts) != len(CRONTAB_FIELDS):
-        raise ValueError(
-            f"a crontab has 5 fields (minute hour day-of-month month day-of-week), got {len(parts)}"
-        )
-    fields = dict(zip(CRONTAB_FIELDS, parts, strict=True))
-    try:
-        CrontabSchedule(**fields, timezone=settings.CELERY_TIMEZONE).full_clean(
-            validate_unique=False
-        )
-    except ValidationError as exc:
-        problems = [f"{name}: {' '.join(errors)}" for name, errors in exc.message_dict.items()]
-        raise ValueError("; ".join(problems)) from None
-    return fields
-
-
-def crontab_expression(crontab) -> str:
-    return " ".join(str(getattr(crontab, name)) for name in CRONTAB_FIELDS)
-
-
-def schedule_timing(schedule: MaintenanceSchedule) -> dict[str, Any]:
-    """{"every_seconds": n or None, "crontab": "m h dom mon dow" or None}."""
-    task = schedule.periodic_task
-    return {
-        "every_seconds": task.interval.every if task and task.interval else None,
-        "crontab": crontab_expression(task.crontab) if task and task.crontab else None,
-    }
-
-
-def sync_periodic_task(
-    schedule: MaintenanceSchedule, every_seconds: int | None = None, crontab: str | None = None
-) -> None:
-    """Create or update the PeriodicTask behind a schedule (its timing: an interval or a
-    crontab, at most one given, none keeps the current one; enabled; arguments)."""
-    from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
-
-    if every_seconds is not None and crontab is not None:
-        raise ValueError("a schedule runs every N seconds or on a crontab, not both")
-    with transaction.atomic():
-        task = schedule.periodic_task
-        if task is None and every_seconds is None and crontab is None:
-            raise ValueError("a new schedule needs an interval or a crontab")
-        if task is None:
-            task = PeriodicTask(name=f"maintenance-schedule-{schedule.pk}", task=SCHEDULE_TASK)
-        if every_seconds is not None:
-            task.interval, _ = IntervalSchedule.objects.get_or_create(
-                every=every_seconds, period=IntervalSchedule.SECONDS
-            )
-            task.crontab = None
-        elif crontab is not None:
-            task.crontab, _ = CrontabSchedule.objects.get_or_create(
-                **crontab_fields(crontab), timezone=settings.CELERY_TIMEZONE
-            )
-            task.interval = None
-        task.args = json.dumps([schedule.pk])
-        task.enabled = schedule.enabled
-        task.description = (
-            f"{schedule.get_action_display()} on {schedule.cluster.name}"
-            f" {schedule.topic or 'every topic'}"
-        )
-        task.save()
-        if schedule.periodic_task_id != task.pk:
-            schedule.periodic_task = task
-            schedule.save(update_fields=["periodic_task"])
-
-
-def delete_schedule(schedule: MaintenanceSchedule) -> None:
-    task = schedule.periodic_task
-    schedule.delete()
-    if task is not None:
-        task.delete()
-
-
-def enqueue(run: MaintenanceRun) -> None:
-    """Hand the run to a worker (no retrying on a dead queue: the caller reports it)."""
-    run_maintenance.apply_async(args=[run.pk], retry=False)

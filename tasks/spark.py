@@ -2,10 +2,10 @@
 
 It follows the job's progress lines (spark_jobs/session.py), keeps the whole log under
 VAR_DIR/spark-logs/, records the result (rows, bytes, offset ranges per partition, duration)
-on the SparkLoad, and pushes every change to the load's Channels group (`spark_load_group`).
-`cancel_load` cancels a queued load at once and marks a running one `cancelling`; the running
-task notices within half a second and kills spark-submit's process group, so the Spark job
-really stops, and the load ends `cancelled`.
+on the SparkLoad, and pushes every change to the load's Channels groups
+(dashboard/core/live_updates.py). A load cancelled while running is marked `cancelling`
+(dashboard/core/spark_loads.py); the task notices within half a second and kills spark-submit's
+process group, so the Spark job really stops, and the load ends `cancelled`.
 
 A SparkLoad's `range` (JSON) for an export (topic -> Parquet at `output`):
     {}                                   incremental: from where the last load into `output` ended
@@ -26,70 +26,20 @@ import socket
 import time
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from celery import shared_task
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
+from dashboard.core.live_updates import publish_load
 from dashboard.core.models import ACTIVE_LOAD_STATUSES, LoadStatus, SparkLoad
+from dashboard.core.spark_loads import RUN_TASK
+from dashboard.core.spark_reconcile import reconcile_loads
 from spark_jobs import launcher
 
 log = logging.getLogger(__name__)
 
-RUN_TASK = "tasks.spark.run_spark_load"
 PROGRESS_EVERY_S = 0.5
-HEARTBEAT_EVERY_S = 5.0  # how often a running load's task says it is alive (reconcile.py)
-
-
-def spark_load_group(load_id: int) -> str:
-    """The Channels group a load's page joins for live progress."""
-    return f"sparkload.{load_id}"
-
-
-def spark_loads_group(cluster_name: str) -> str:
-    """The Channels group of a cluster's loads list: every change of any of its loads."""
-    return f"sparkloads.{cluster_name}"
-
-
-def load_payload(load: SparkLoad) -> dict[str, Any]:
-    def ms(moment):
-        return int(moment.timestamp() * 1000) if moment else None
-
-    return {
-        "id": load.id,
-        "cluster_id": load.cluster.name,
-        "direction": load.direction,
-        "direction_label": load.get_direction_display(),
-        "topic": load.topic,
-        "output": load.output,
-        "status": load.status,
-        "progress": load.progress,
-        "tasks_done": load.tasks_done,
-        "tasks_total": load.tasks_total,
-        "stages_done": load.stages_done,
-        "stages_total": load.stages_total,
-        "progress_text": load.progress_text(),
-        "result": load.result,
-        "requested_by": load.requested_by.get_username() if load.requested_by_id else None,
-        "created_ms": ms(load.created_at),
-        "started_ms": ms(load.started_at),
-        "finished_ms": ms(load.finished_at),
-    }
-
-
-def publish(load: SparkLoad) -> None:
-    """Push the load's state to its page and to its cluster's loads list (best effort: the
-    database has it anyway)."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    message = {"type": "snapshot", "payload": {"kind": "spark_load", "data": load_payload(load)}}
-    try:
-        for group in (spark_load_group(load.id), spark_loads_group(load.cluster.name)):
-            async_to_sync(layer.group_send)(group, message)
-    except Exception:
-        log.warning("could not publish spark load %s", load.id, exc_info=True)
+HEARTBEAT_EVERY_S = 5.0  # how often a running load's task says it is alive (spark_reconcile)
 
 
 def job_arguments(load: SparkLoad) -> tuple[str, list[str]]:
@@ -149,8 +99,6 @@ def this_process() -> dict[str, Any]:
 @shared_task(name=RUN_TASK)
 def run_spark_load(load_id: int) -> dict[str, Any]:
     """Run a queued SparkLoad to the end (or until cancelled) and record how it went."""
-    from .spark_reconcile import reconcile_loads
-
     reconcile_loads()  # a dead load's orphaned job must not hold this one's output lock
     load = SparkLoad.objects.select_related("cluster", "requested_by").get(pk=load_id)
     path = log_path_for(load)
@@ -168,7 +116,7 @@ def run_spark_load(load_id: int) -> dict[str, Any]:
         if load.status == LoadStatus.CANCELLING:
             return _finish(load, LoadStatus.CANCELLED, {"cancelled": True})
         return {"load_id": load.id, "status": load.status}
-    publish(load)
+    publish_load(load)
     started = time.monotonic()
     try:
         job, arguments = job_arguments(load)
@@ -197,7 +145,7 @@ def run_spark_load(load_id: int) -> dict[str, Any]:
             stages_done=load.stages_done,
             stages_total=load.stages_total,
         )
-        publish(load)
+        publish_load(load)
 
     def on_start(pid: int) -> None:
         load.runner = {**runner, "job_pid": pid, "job_started": launcher.start_ticks(pid)}
@@ -235,29 +183,5 @@ def _finish(load: SparkLoad, status: str, result: dict, progress: float | None =
         fields["progress"] = progress
     SparkLoad.objects.filter(pk=load.id, status__in=ACTIVE_LOAD_STATUSES).update(**fields)
     load.refresh_from_db()
-    publish(load)
+    publish_load(load)
     return {"load_id": load.id, "status": load.status}
-
-
-def start_load(load: SparkLoad) -> SparkLoad:
-    """Queue a load on Celery; the task id is kept for the record. Raises when the queue
-    (Redis) is unreachable rather than retrying, so the caller can say so."""
-    async_result = run_spark_load.apply_async(args=[load.id], retry=False)
-    SparkLoad.objects.filter(pk=load.id).update(celery_task_id=async_result.id or "")
-    load.celery_task_id = async_result.id or ""
-    publish(load)
-    return load
-
-
-def cancel_load(load: SparkLoad) -> bool:
-    """Stop a load: a queued one is cancelled at once (its task will find nothing to do), a
-    running one is marked cancelling for its task to kill the job. False when it had ended."""
-    cancelled_now = SparkLoad.objects.filter(pk=load.id, status=LoadStatus.QUEUED).update(
-        status=LoadStatus.CANCELLED, finished_at=timezone.now(), result={"cancelled": True}
-    )
-    asked = cancelled_now or SparkLoad.objects.filter(pk=load.id, status=LoadStatus.RUNNING).update(
-        status=LoadStatus.CANCELLING
-    )
-    load.refresh_from_db()
-    publish(load)
-    return bool(asked)

@@ -12,8 +12,8 @@ from django.http import Http404
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from dashboard.core import maintenance
 from dashboard.core.models import Cluster, MaintenanceAction, MaintenanceSchedule
-from tasks import maintenance as tasks
 
 from .base import ApiView, api_doc
 from .resources import TOPIC_NAME, crn, get_cluster, listing, resource
@@ -37,7 +37,7 @@ class ScheduleSerializer(serializers.Serializer):
     crontab = serializers.CharField(
         required=False,
         allow_null=True,
-        max_length=tasks.CRONTAB_MAX_LENGTH,
+        max_length=maintenance.CRONTAB_MAX_LENGTH,
         help_text="minute hour day-of-month month day-of-week (cron's order), e.g. '30 3 * * sun'",
     )
     enabled = serializers.BooleanField(required=False, default=True)
@@ -47,7 +47,7 @@ class ScheduleSerializer(serializers.Serializer):
             return None
         expression = " ".join(value.split())
         try:
-            tasks.crontab_fields(expression)
+            maintenance.crontab_fields(expression)
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from None
         return expression
@@ -77,7 +77,7 @@ def schedule_resource(request, schedule: MaintenanceSchedule) -> dict:
         topic_name=schedule.topic or None,
         partition_id=schedule.partition,
         enabled=schedule.enabled,
-        **tasks.schedule_timing(schedule),
+        **maintenance.schedule_timing(schedule),
         last_run_at=task.last_run_at if task else None,
         total_run_count=task.total_run_count if task else 0,
     )
@@ -112,7 +112,7 @@ def apply_fields(schedule: MaintenanceSchedule, data: dict) -> MaintenanceSchedu
 def save_schedule(schedule: MaintenanceSchedule, data: dict) -> MaintenanceSchedule:
     with transaction.atomic():
         schedule.save()
-        tasks.sync_periodic_task(schedule, data.get("every_seconds"), data.get("crontab"))
+        maintenance.sync_periodic_task(schedule, data.get("every_seconds"), data.get("crontab"))
     return schedule
 
 
@@ -182,6 +182,6 @@ class MaintenanceScheduleDetail(ApiView):
             "maintenance.schedule.delete",
             f"schedule {schedule_id}",
             {},
-            lambda: tasks.delete_schedule(schedule),
+            lambda: maintenance.delete_schedule(schedule),
         )
         return Response(status=status.HTTP_204_NO_CONTENT)

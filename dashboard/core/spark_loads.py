@@ -12,13 +12,18 @@ import os
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
-from tasks import spark as tasks
+from dashboard.celery import queue_task
 
+from .live_updates import publish_load
 from .models import Cluster, LoadStatus, SparkLoad
+from .spark_reconcile import reconcile_loads
 
 log = logging.getLogger(__name__)
 
+# The name tasks/spark.py registers the task that runs a load under.
+RUN_TASK = "tasks.spark.run_spark_load"
 LOG_TAIL_MAX_LINES = 1000
 LOG_TAIL_MAX_BYTES = 256 * 1024
 
@@ -71,14 +76,24 @@ def launch(cluster: Cluster, user, *, direction: str, topic: str, path: Path, sp
         requested_by=user if getattr(user, "is_authenticated", False) else None,
     )
     try:
-        tasks.start_load(load)
+        start_load(load)
     except Exception as exc:
         SparkLoad.objects.filter(pk=load.pk).update(
             status=LoadStatus.FAILED, result={"error": f"could not queue the load: {exc}"}
         )
         load.refresh_from_db()
-        tasks.publish(load)
+        publish_load(load)
         raise
+    return load
+
+
+def start_load(load: SparkLoad) -> SparkLoad:
+    """Queue a load on Celery; the task id is kept for the record. Raises when the queue
+    (Redis) is unreachable rather than retrying, so the caller can say so."""
+    async_result = queue_task(RUN_TASK, load.id)
+    SparkLoad.objects.filter(pk=load.id).update(celery_task_id=async_result.id or "")
+    load.celery_task_id = async_result.id or ""
+    publish_load(load)
     return load
 
 
@@ -106,14 +121,26 @@ def cancel(load: SparkLoad) -> bool:
     """Ask the load to stop; True when it was still queued or running."""
     if load.status == LoadStatus.CANCELLING:
         return True
-    return tasks.cancel_load(load)
+    return cancel_load(load)
+
+
+def cancel_load(load: SparkLoad) -> bool:
+    """Stop a load: a queued one is cancelled at once (its task will find nothing to do), a
+    running one is marked cancelling for its task to kill the job. False when it had ended."""
+    cancelled_now = SparkLoad.objects.filter(pk=load.id, status=LoadStatus.QUEUED).update(
+        status=LoadStatus.CANCELLED, finished_at=timezone.now(), result={"cancelled": True}
+    )
+    asked = cancelled_now or SparkLoad.objects.filter(pk=load.id, status=LoadStatus.RUNNING).update(
+        status=LoadStatus.CANCELLING
+    )
+    load.refresh_from_db()
+    publish_load(load)
+    return bool(asked)
 
 
 def reconcile() -> None:
-    """End loads whose Celery worker died before they are shown (tasks/spark_reconcile.py);
-    a failure here must not keep the page or the API from answering."""
-    from tasks.spark_reconcile import reconcile_loads
-
+    """End loads whose Celery worker died before they are shown (spark_reconcile.py); a
+    failure here must not keep the page or the API from answering."""
     try:
         reconcile_loads()
     except Exception:

@@ -10,8 +10,9 @@ start time, then spark-submit's process group) and refreshes `heartbeat_at` ever
 Such a load ends `failed` (`cancelled` if a cancel was pending) with `result.error` saying so,
 and a spark-submit it left behind on this host is killed: orphaned, it would go on writing and
 hold the output's lock, blocking the next load into the same path. Beat runs
-`reconcile_spark_loads` every SPARK_RECONCILE_S; the task itself, the pages and the API also
-reconcile before they read or launch loads, so nobody sees a dead load as running.
+tasks/spark_reconcile.py's `reconcile_spark_loads` every SPARK_RECONCILE_S; the load's task
+itself, the pages and the API also reconcile before they read or launch loads, so nobody sees a
+dead load as running.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ import logging
 import os
 import socket
 
-from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard.core.models import LoadStatus, SparkLoad
 from spark_jobs import launcher
+
+from .live_updates import publish_load
+from .models import LoadStatus, SparkLoad
 
 log = logging.getLogger(__name__)
 
-RECONCILE_TASK = "tasks.spark_reconcile.reconcile_spark_loads"
 HEARTBEAT_STALE_S = 60.0
 RUNNING_STATUSES = (LoadStatus.RUNNING, LoadStatus.CANCELLING)
 
@@ -71,8 +72,6 @@ def stop_orphaned_job(load: SparkLoad) -> bool:
 
 def reconcile_loads() -> list[int]:
     """End every running load whose worker is gone; the ids of the loads ended."""
-    from .spark import publish
-
     ended = []
     now = timezone.now()
     for load in SparkLoad.objects.filter(status__in=RUNNING_STATUSES).select_related("cluster"):
@@ -98,12 +97,6 @@ def reconcile_loads() -> list[int]:
         if changed:
             log.warning("spark load %s: %s", load.pk, message)
             load.refresh_from_db()
-            publish(load)
+            publish_load(load)
             ended.append(load.pk)
     return ended
-
-
-@shared_task(name=RECONCILE_TASK)
-def reconcile_spark_loads() -> list[int]:
-    """What beat runs every SPARK_RECONCILE_S."""
-    return reconcile_loads()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import weakref
 from collections import Counter
@@ -29,6 +28,7 @@ from brokerd.util.background import BackgroundTasks
 from dashboard.core import groups, snapshots
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import KafkaOps, kafka_client
+from dashboard.core.live_updates import group_digest
 from dashboard.core.models import Cluster
 
 from . import platform_status
@@ -44,26 +44,16 @@ Watch = tuple[str, str]
 
 
 def overview_group(cluster_name: str) -> str:
-    return f"overview.{_digest(cluster_name)}"
+    return f"overview.{group_digest(cluster_name)}"
 
 
 def watch_group(cluster_name: str, watch: Watch) -> str:
-    # Group names are limited to 100 ASCII characters; topic names may be 249.
     kind, key = watch
-    return f"{kind}.{_digest(cluster_name + chr(0) + key)}"
+    return f"{kind}.{group_digest(cluster_name + chr(0) + key)}"
 
 
 def topic_group(cluster_name: str, topic: str) -> str:
     return watch_group(cluster_name, ("topic", topic))
-
-
-def maintenance_group(cluster_name: str) -> str:
-    """Where Celery's maintenance tasks push runs as they happen."""
-    return f"maintenance.{_digest(cluster_name)}"
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()[:20]
 
 
 def segments_key(topic: str, partition: int) -> str:

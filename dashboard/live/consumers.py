@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import datetime
 from urllib.parse import parse_qsl
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.db.models import Q
+from django.utils import timezone
 
-from dashboard.core.models import Cluster, SparkLoad
+from dashboard.api.serializers import BrowseQuerySerializer
+from dashboard.core.live_updates import (
+    load_payload,
+    maintenance_group,
+    run_payload,
+    spark_load_group,
+    spark_loads_group,
+)
+from dashboard.core.models import (
+    ACTIVE_LOAD_STATUSES,
+    Cluster,
+    MaintenanceRun,
+    RunStatus,
+    SparkLoad,
+)
 from dashboard.core.records import record_filter, render_record
 from dashboard.core.roles import VIEW_PERMISSION
 
 from .collector import (
     Watch,
     collector_for,
-    maintenance_group,
     overview_group,
     segments_key,
     watch_group,
@@ -111,8 +127,6 @@ class SnapshotConsumer(_ClusterConsumer):
 def _tail_query(scope) -> dict | None:
     """The tail's filters from the WebSocket's query string (the browse API's names and
     rules: partition_id, key, key_match, value, value_match, filter); None if invalid."""
-    from dashboard.api.serializers import BrowseQuerySerializer
-
     allowed = ("partition", "key", "key_match", "value", "value_match", "filter")
     raw = dict(parse_qsl(scope.get("query_string", b"").decode("utf-8", "replace")))
     data = {k: v for k, v in raw.items() if k in allowed and v != ""}
@@ -185,8 +199,6 @@ class MaintenanceConsumer(_ClusterConsumer):
 
 @database_sync_to_async
 def _load_payload(cluster_name: str, load_id: int) -> dict | None:
-    from tasks.spark import load_payload
-
     load = SparkLoad.objects.select_related("cluster").filter(
         cluster__name=cluster_name, pk=load_id
     )
@@ -199,8 +211,6 @@ class SparkLoadConsumer(_ClusterConsumer):
     nothing between the page's render and the join is missed."""
 
     def channel_group(self) -> str:
-        from tasks.spark import spark_load_group
-
         return spark_load_group(self.scope["url_route"]["kwargs"]["load_id"])
 
     async def connect(self) -> None:
@@ -224,11 +234,6 @@ RECENTLY_ENDED_S = 60
 def _active_or_recently_ended(rows, active_statuses):
     """The rows (loads, maintenance runs) that may have changed since a page was rendered:
     those still in `active_statuses`, and those that ended a moment ago."""
-    import datetime
-
-    from django.db.models import Q
-    from django.utils import timezone
-
     recently = timezone.now() - datetime.timedelta(seconds=RECENTLY_ENDED_S)
     return rows.filter(Q(status__in=active_statuses) | Q(finished_at__gte=recently)).select_related(
         "cluster", "requested_by"
@@ -237,18 +242,12 @@ def _active_or_recently_ended(rows, active_statuses):
 
 @database_sync_to_async
 def _changing_loads(cluster_name: str) -> list[dict]:
-    from dashboard.core.models import ACTIVE_LOAD_STATUSES
-    from tasks.spark import load_payload
-
     loads = SparkLoad.objects.filter(cluster__name=cluster_name)
     return [load_payload(load) for load in _active_or_recently_ended(loads, ACTIVE_LOAD_STATUSES)]
 
 
 @database_sync_to_async
 def _changing_runs(cluster_name: str) -> list[dict]:
-    from dashboard.core.models import MaintenanceRun, RunStatus
-    from tasks.maintenance import run_payload
-
     runs = MaintenanceRun.objects.filter(cluster__name=cluster_name)
     changing = _active_or_recently_ended(runs, (RunStatus.PENDING, RunStatus.RUNNING))
     # Oldest first: the page prepends runs it has not rendered, newest on top.
@@ -260,8 +259,6 @@ class SparkLoadsConsumer(_ClusterConsumer):
     progress) for the loads list; on joining, the loads that may have changed meanwhile."""
 
     def channel_group(self) -> str:
-        from tasks.spark import spark_loads_group
-
         return spark_loads_group(self.cluster_name)
 
     async def joined(self) -> None:

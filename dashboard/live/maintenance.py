@@ -11,10 +11,10 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from dashboard.core import audit
+from dashboard.core import audit, maintenance
+from dashboard.core.live_updates import run_payload
 from dashboard.core.models import Cluster, MaintenanceAction, MaintenanceRun, MaintenanceSchedule
 from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
-from tasks import maintenance as tasks
 
 from ..api.resources import TOPIC_NAME
 
@@ -44,7 +44,7 @@ class ScheduleForm(TargetForm):
     )
     crontab = forms.CharField(
         required=False,
-        max_length=tasks.CRONTAB_MAX_LENGTH,
+        max_length=maintenance.CRONTAB_MAX_LENGTH,
         help_text="minute hour day-of-month month day-of-week, e.g. 30 3 * * sun",
     )
     enabled = forms.BooleanField(required=False, initial=True)
@@ -53,7 +53,7 @@ class ScheduleForm(TargetForm):
         expression = " ".join(self.cleaned_data["crontab"].split())
         if expression:
             try:
-                tasks.crontab_fields(expression)
+                maintenance.crontab_fields(expression)
             except ValueError as exc:
                 raise forms.ValidationError(str(exc)) from None
         return expression or None
@@ -76,7 +76,7 @@ def _schedule_rows(cluster: Cluster) -> list[dict]:
         rows.append(
             {
                 "schedule": schedule,
-                **tasks.schedule_timing(schedule),
+                **maintenance.schedule_timing(schedule),
                 "last_run_at": task.last_run_at if task else None,
                 "total_runs": task.total_run_count if task else 0,
             }
@@ -94,7 +94,7 @@ def page(request, cluster_id: str):
         {
             "cluster": cluster,
             "schedules": _schedule_rows(cluster),
-            "runs": [tasks.run_payload(r) for r in runs[:RUNS_SHOWN]],
+            "runs": [run_payload(r) for r in runs[:RUNS_SHOWN]],
             "schedule_form": ScheduleForm(),
             "run_form": TargetForm(),
         },
@@ -116,11 +116,11 @@ def run_now(request, cluster_id: str):
     if not form.is_valid():
         return _invalid(request, cluster, form)
     data = form.cleaned_data
-    run = tasks.create_run(
+    run = maintenance.create_run(
         cluster, data["action"], data["topic"], data["partition"], user=request.user
     )
     try:
-        tasks.enqueue(run)
+        maintenance.enqueue(run)
         outcome, ok = f"run {run.pk} queued", True
     except Exception as exc:  # the queue (Redis) is down: say so on the run itself
         outcome, ok = f"could not queue run {run.pk}: {exc}", False
@@ -145,7 +145,7 @@ def schedule_save(request, cluster_id: str, schedule_id: int | None = None):
     schedule.action, schedule.topic = data["action"], data["topic"] or ""
     schedule.partition, schedule.enabled = data["partition"], data["enabled"]
     schedule.save()
-    tasks.sync_periodic_task(schedule, data["every_seconds"], data["crontab"])
+    maintenance.sync_periodic_task(schedule, data["every_seconds"], data["crontab"])
     action = "maintenance.schedule.create" if schedule_id is None else "maintenance.schedule.update"
     audit.record(request.user, action, f"schedule {schedule.pk}", cluster=cluster,
                  details=data, succeeded=True, result="ok")  # fmt: skip
@@ -157,7 +157,7 @@ def schedule_save(request, cluster_id: str, schedule_id: int | None = None):
 def schedule_delete(request, cluster_id: str, schedule_id: int):
     cluster = get_object_or_404(Cluster, name=cluster_id)
     schedule = get_object_or_404(MaintenanceSchedule, pk=schedule_id, cluster=cluster)
-    tasks.delete_schedule(schedule)
+    maintenance.delete_schedule(schedule)
     audit.record(request.user, "maintenance.schedule.delete", f"schedule {schedule_id}",
                  cluster=cluster, succeeded=True, result="ok")  # fmt: skip
     return redirect("maintenance", cluster.name)

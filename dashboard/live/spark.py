@@ -17,9 +17,9 @@ from django.views.decorators.http import require_POST
 from brokerd.client.errors import KafkaClientError
 from dashboard.core import audit, spark_loads
 from dashboard.core.kafka import with_cluster
+from dashboard.core.live_updates import load_payload
 from dashboard.core.models import ACTIVE_LOAD_STATUSES, Cluster, SparkLoad
 from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
-from tasks.spark import load_payload
 
 from ..api.views_spark import DIRECTIONS, EXPORT, INGEST, SparkLoadCreateSerializer
 

@@ -50,7 +50,8 @@ def test_export_load_runs_to_the_end_with_progress_and_result(
 ):
     from channels.layers import get_channel_layer
 
-    from tasks.spark import run_spark_load, spark_load_group
+    from dashboard.core.live_updates import spark_load_group
+    from tasks.spark import run_spark_load
 
     topic = make_topic(3)
     produce_confluent(broker.bootstrap, topic, [(b"%d" % i, b"v%d" % i) for i in range(3_000)])
@@ -83,7 +84,8 @@ def test_export_load_runs_to_the_end_with_progress_and_result(
 
 
 def test_cancel_kills_the_spark_job(transactional_db, spark_settings, broker, make_topic, tmp_path):
-    from tasks.spark import cancel_load, run_spark_load
+    from dashboard.core.spark_loads import cancel_load
+    from tasks.spark import run_spark_load
 
     topic = make_topic(1)
     produce_confluent(broker.bootstrap, topic, [(None, b"x")] * 10)

@@ -281,7 +281,7 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
 
 @contextlib.contextmanager
 def running_celery_worker(env: dict, log_path: Path):
-    """A real Celery worker (tasks/celery.py, solo pool: tasks run in this very process) on
+    """A real Celery worker (`celery -A tasks`, solo pool: tasks run in this very process) on
     the database and Redis of `env`; yields the process."""
     log = open(log_path, "ab")  # noqa: SIM115 - lives with the process
     command = [sys.executable, "-m", "celery", "-A", "tasks", "worker", "-P", "solo", "-l", "info"]

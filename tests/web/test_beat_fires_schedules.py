@@ -20,7 +20,7 @@ from .test_tasks import produce_keys
 EVERY_SECONDS = 2
 CREATE_SCHEDULE = """
 from dashboard.core.models import Cluster, MaintenanceSchedule
-from tasks import maintenance
+from dashboard.core import maintenance
 schedule = MaintenanceSchedule.objects.create(
     cluster=Cluster.objects.get(name="local"), action="retention", topic={topic!r}
 )

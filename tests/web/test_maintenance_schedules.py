@@ -8,8 +8,8 @@ import json
 import pytest
 from django.test import Client
 
+from dashboard.core import maintenance
 from dashboard.core.models import AuditLog, MaintenanceSchedule
-from tasks import maintenance
 
 from .conftest import make_user
 

@@ -20,7 +20,7 @@ def celery_queue(settings, tmp_path, redis_server, channel_layer_on_redis):
     Redis client to look at the queue. The queue is in a Redis database of its own: the live
     dashboard's worker (a session fixture) consumes the default one's, and would take the
     loads as soon as they are queued whenever it is up."""
-    from tasks.celery import app
+    from dashboard.celery import app
 
     settings.VAR_DIR = tmp_path / "var"
     settings.SPARK_DATA_ROOT = str(tmp_path / "data")

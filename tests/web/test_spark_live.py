@@ -20,8 +20,9 @@ def new_load(cluster, **fields):
 
 
 async def test_load_page_gets_the_current_state_then_pushes(kafka_cluster, channel_layer_on_redis):
+    from dashboard.core.live_updates import publish_load as publish
     from dashboard.core.models import SparkLoad
-    from tasks.spark import cancel_load, publish
+    from dashboard.core.spark_loads import cancel_load
 
     load = await database_sync_to_async(new_load)(kafka_cluster)
     user = await database_sync_to_async(make_user)("val", "viewer")
@@ -74,8 +75,8 @@ async def test_unknown_load_and_missing_role_are_refused(kafka_cluster, channel_
 async def test_loads_list_gets_the_changing_loads_then_every_load_pushed(
     kafka_cluster, channel_layer_on_redis
 ):
+    from dashboard.core.live_updates import publish_load as publish
     from dashboard.core.models import SparkLoad
-    from tasks.spark import publish
 
     old = await database_sync_to_async(new_load)(kafka_cluster, status="succeeded")
     active = await database_sync_to_async(new_load)(kafka_cluster, status="running")

@@ -72,8 +72,8 @@ def test_a_dead_local_worker_fails_its_load_and_its_orphaned_job_is_killed(
 ):
     from channels.layers import get_channel_layer
 
-    from tasks.spark import spark_loads_group
-    from tasks.spark_reconcile import reconcile_loads
+    from dashboard.core.live_updates import spark_loads_group
+    from dashboard.core.spark_reconcile import reconcile_loads
 
     worker = processes("sleep", "300")
     job = processes(sys.executable, "-c", JOB_SCRIPT)
@@ -102,7 +102,7 @@ def test_a_dead_local_worker_fails_its_load_and_its_orphaned_job_is_killed(
 
 
 def test_a_reused_pid_is_not_the_worker(kafka_cluster, processes):
-    from tasks.spark_reconcile import reconcile_loads
+    from dashboard.core.spark_reconcile import reconcile_loads
 
     worker = processes("sleep", "300")
     load = running_load(kafka_cluster, worker=worker)

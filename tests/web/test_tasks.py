@@ -14,6 +14,12 @@ import pytest
 from channels.db import database_sync_to_async
 from kafka import KafkaProducer
 
+from dashboard.core.maintenance import (
+    SCHEDULE_TASK,
+    create_run,
+    delete_schedule,
+    sync_periodic_task,
+)
 from dashboard.core.models import (
     HistorySample,
     MaintenanceRun,
@@ -74,9 +80,7 @@ async def test_compaction_run_is_done_by_the_broker_and_pushed_live(
     connection = communicator("/ws/clusters/local/maintenance/", user)
     assert (await connection.connect())[0]
 
-    run = await database_sync_to_async(maintenance.create_run)(
-        quiet_cluster, "compaction", topic_name
-    )
+    run = await database_sync_to_async(create_run)(quiet_cluster, "compaction", topic_name)
     pending = await next_run(connection, lambda d: d["id"] == run.pk)
     assert pending["status"] == "pending"
     outcome = await asyncio.to_thread(maintenance.run_maintenance, run.pk)
@@ -108,7 +112,7 @@ def test_retention_run_deletes_segments_and_policy_skips(quiet_cluster, quiet_br
     create_topic(quiet_broker.bootstrap, topic_name, 1, configs)
     produce_keys(quiet_broker.bootstrap, topic_name, 40)
 
-    run = maintenance.create_run(quiet_cluster, "retention", topic_name, 0)
+    run = create_run(quiet_cluster, "retention", topic_name, 0)
     maintenance.run_maintenance(run.pk)
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED, run.error
@@ -117,14 +121,14 @@ def test_retention_run_deletes_segments_and_policy_skips(quiet_cluster, quiet_br
     assert run.result["totals"]["bytes_freed"] == report["bytes_freed"] > 0
 
     # Compaction of a `delete` topic: the topic's policy excludes it, reported as skipped.
-    skipped = maintenance.create_run(quiet_cluster, "compaction", topic_name)
+    skipped = create_run(quiet_cluster, "compaction", topic_name)
     maintenance.run_maintenance(skipped.pk)
     skipped.refresh_from_db()
     assert skipped.status == RunStatus.SUCCEEDED
     assert [s["topic"] for s in skipped.result["skipped"]] == [topic_name]
 
     # An unknown topic fails the run, with the reason stored on it.
-    failed = maintenance.create_run(quiet_cluster, "retention", f"{topic_name}-missing")
+    failed = create_run(quiet_cluster, "retention", f"{topic_name}-missing")
     maintenance.run_maintenance(failed.pk)
     failed.refresh_from_db()
     assert failed.status == RunStatus.FAILED and "not found" in failed.error
@@ -137,17 +141,17 @@ def test_schedules_are_periodic_tasks_and_fire_runs(quiet_cluster, quiet_broker,
     schedule = MaintenanceSchedule.objects.create(
         cluster=quiet_cluster, action="compaction", topic=topic_name
     )
-    maintenance.sync_periodic_task(schedule, 60)
+    sync_periodic_task(schedule, 60)
     task = PeriodicTask.objects.get(pk=schedule.periodic_task_id)
     assert (task.task, json.loads(task.args), task.interval.every) == (
-        maintenance.SCHEDULE_TASK,
+        SCHEDULE_TASK,
         [schedule.pk],
         60,
     )
     assert task.enabled
     schedule.enabled = False
     schedule.save()
-    maintenance.sync_periodic_task(schedule)
+    sync_periodic_task(schedule)
     task.refresh_from_db()
     assert not task.enabled and task.interval.every == 60
     assert maintenance.run_schedule(schedule.pk) is None  # disabled: nothing runs
@@ -157,7 +161,7 @@ def test_schedules_are_periodic_tasks_and_fire_runs(quiet_cluster, quiet_broker,
     assert maintenance.run_schedule(schedule.pk)["status"] == "succeeded"
     (run,) = MaintenanceRun.objects.filter(schedule=schedule)
     assert run.action == "compaction" and run.topic == topic_name
-    maintenance.delete_schedule(schedule)
+    delete_schedule(schedule)
     assert not PeriodicTask.objects.filter(pk=task.pk).exists()
 
 
