@@ -20,24 +20,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from brokerd.config import ConfigError
+from brokerd.config.failure_probes import SUSPEND, parse_probe
 
 log = logging.getLogger(__name__)
-
-POINTS = frozenset({("group_coordinator", "load"), ("controller", "failover")})
-SUSPEND = "suspend"
-
-
-def parse_probe(spec: str) -> tuple[str, str]:
-    """(module, point) of a `module.point=suspend` spec; ConfigError when it is not one."""
-    name, sep, kind = spec.partition("=")
-    module, dot, point = name.strip().partition(".")
-    if not sep or not dot or kind.strip() != SUSPEND:
-        raise ConfigError(f"failure.probes: {spec!r} is not module.point={SUSPEND}")
-    if (module, point) not in POINTS:
-        known = ", ".join(sorted(f"{m}.{p}" for m, p in POINTS))
-        raise ConfigError(f"failure.probes: unknown point {name.strip()!r} (known: {known})")
-    return module, point
 
 
 class FailureProbes:

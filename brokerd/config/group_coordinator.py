@@ -1,0 +1,115 @@
+"""Consumer group coordinator and offsets topic configs (Kafka's GroupCoordinatorConfig)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from brokerd.config.definitions import ConfigDef, by_name
+
+DEFINITIONS = by_name(
+    [
+        ConfigDef(
+            "group.min.session.timeout.ms",
+            "int",
+            6000,
+            "the smallest session timeout a group member may ask for",
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.max.session.timeout.ms",
+            "int",
+            1800000,
+            "the largest session timeout a group member may ask for",
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.initial.rebalance.delay.ms",
+            "int",
+            3000,
+            "delay of a new group's first rebalance",
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.max.size",
+            "int",
+            2147483647,
+            "the most members a consumer group may have",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "offset.metadata.max.bytes",
+            "int",
+            4096,
+            "the longest metadata string an offset commit may carry",
+            read_only=True,
+        ),
+        ConfigDef(
+            "offsets.retention.minutes",
+            "int",
+            10080,
+            "how long committed offsets of an empty group are kept",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "offsets.retention.check.interval.ms",
+            "long",
+            600000,
+            "how often expired committed offsets are looked for",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "offsets.topic.num.partitions",
+            "int",
+            50,
+            "partitions of __consumer_offsets",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "offsets.topic.segment.bytes",
+            "int",
+            104857600,
+            "segment.bytes of __consumer_offsets",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "offsets.topic.replication.factor",
+            "short",
+            3,
+            "replication factor of __consumer_offsets",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "offsets.commit.timeout.ms",
+            "int",
+            5000,
+            "how long an offset commit or group write waits for the offsets topic's replicas",
+            at_least=1,
+            read_only=True,
+        ),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class GroupCoordinatorConfig:
+    group_min_session_timeout_ms: int
+    group_max_session_timeout_ms: int
+    group_initial_rebalance_delay_ms: int
+    group_max_size: int
+    offset_metadata_max_bytes: int
+    offsets_retention_minutes: int
+    offsets_retention_check_interval_ms: int
+    offsets_topic_num_partitions: int
+    offsets_topic_segment_bytes: int
+    offsets_topic_replication_factor: int
+    offsets_commit_timeout_ms: int
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60_000
