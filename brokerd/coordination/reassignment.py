@@ -21,13 +21,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
+from typing import Protocol
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from brokerd.protocol.errors import ErrorCode, KafkaError
 
 from . import zk_data
-from .channel import ControllerChannel
 from .controller_context import ControllerContext
 from .metadata import MetadataCache
 from .partition_states import PartitionStateWriter
@@ -37,6 +37,8 @@ from .zk_data import PartitionState
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
+# (topic, partition, its state, its replicas), as controller requests carry them.
+PartitionStateEntry = tuple[str, int, PartitionState, list[int]]
 WRITE_ATTEMPTS = 5
 
 
@@ -131,6 +133,22 @@ def _assignment_of(info, index: int) -> ReplicaAssignment:
     )
 
 
+class BrokerRequests(Protocol):
+    """The controller requests a reassignment sends (ControllerChannel queues them)."""
+
+    def send_leader_and_isr(
+        self, broker_id: int, states: Sequence[PartitionStateEntry]
+    ) -> None: ...
+
+    def send_update_metadata(
+        self, broker_id: int, states: Sequence[PartitionStateEntry]
+    ) -> None: ...
+
+    def send_stop_replica(
+        self, broker_id: int, topic: str, partitions: Iterable[int], delete: bool
+    ) -> None: ...
+
+
 class Reassigner:
     """The controller's reassignments; its methods run inside the controller's event lock."""
 
@@ -139,7 +157,7 @@ class Reassigner:
         zk: ZkClient,
         cache: MetadataCache,
         context: ControllerContext,
-        channel: ControllerChannel,
+        channel: BrokerRequests,
         partition_states: PartitionStateWriter,
         on_superseded: Callable[[], Awaitable[None]],
         schedule_event: Callable[[Callable[[], Awaitable]], None],
