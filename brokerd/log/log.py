@@ -668,14 +668,16 @@ class Log:
                 return report
             if len(doomed) >= len(current) and doomed[-1] is current[-1]:
                 self.roll(local.log_end_offset)
+                current = local.segments.all()
+            doomed_ids = {id(s) for s in doomed}
+            first_base = next(s.base_offset for s in current if id(s) not in doomed_ids)
+            self.log_start_offset = max(self.log_start_offset, first_base)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+            self.producer_state.delete_snapshots_before(first_base)
             for segment in doomed:
                 report.count += 1
                 report.bytes += segment.size
             local.remove_segments(doomed, self.now_ms() + self.config.file_delete_delay_ms)
-            first_base = local.segments.first.base_offset
-            self.log_start_offset = max(self.log_start_offset, first_base)
-            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-            self.producer_state.delete_snapshots_before(first_base)
             log.info(
                 "%s: deleted %d segments (%d bytes) for %s; log start offset %d",
                 self.dir.name,
