@@ -303,7 +303,8 @@ def resolve_topic_config(
             value = broker[synonym]
             if isinstance(value, str):
                 value = PARSERS[definition.type](value)
-            value = value * SYNONYM_SCALE.get(synonym, 1)
+            if synonym in SYNONYM_SCALE:  # hours or minutes; a boolean stays a boolean
+                value = value * SYNONYM_SCALE[synonym]
             return value, SOURCE_STATIC_BROKER
     return definition.default, SOURCE_DEFAULT
 

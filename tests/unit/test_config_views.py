@@ -16,6 +16,7 @@ from brokerd.config import (
     BrokerConfig,
     ConfigError,
     LogConfig,
+    resolve_topic_config,
 )
 from brokerd.config.definitions import config_name
 
@@ -171,6 +172,13 @@ def test_log_view_is_the_topic_defaults():
     assert config.log.unclean_leader_election_enable is False
 
 
+def test_a_boolean_topic_default_from_the_broker_stays_a_boolean():
+    config = BrokerConfig({**BASE, "log.preallocate": "true"})
+    value, _ = resolve_topic_config("preallocate", {}, config.explicit)
+    assert value is True and TOPIC_CONFIGS["preallocate"].render(value) == "true"
+    assert config.log.preallocate is True
+
+
 def test_views_are_frozen_and_a_misspelt_field_fails():
     config = BrokerConfig(BASE)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -200,7 +208,7 @@ def test_dynamic_updates_rebuild_the_views():
     )
     assert (config.socket.max_connections, config.socket.max_connections_per_ip) == (50, 4)
     assert config.log.retention_ms == 3 * 3_600_000
-    assert config.log.unclean_leader_election_enable
+    assert config.log.unclean_leader_election_enable is True
     # A view is a snapshot: one taken before the update keeps the values it had.
     assert before_socket.max_connections == 2147483647
     assert before_log.retention_ms == 1000
