@@ -224,7 +224,7 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
 
 
 def _cleaner_metrics(broker: Broker) -> Iterator[Metric]:
-    cleaner = broker.replicas.cleaner
+    cleaner = broker.cleaner
     thread = state.cleaner_thread(broker)
     passes = CounterMetricFamily(
         "brokerd_log_cleaner_passes", "Iterations of the log cleaner thread"

@@ -177,14 +177,14 @@ async def get_cleaner(request: web.Request) -> web.Response:
     server = _server(request)
     broker = server.broker
     cleaner = server.cleaner
-    compacted = [log for log in broker.replicas.log_manager.all_logs() if log.config.compact]
+    compacted = [log for log in broker.log_manager.all_logs() if log.config.compact]
     logs = await server.in_reader(_cleaner_views, cleaner, compacted)
     thread = state.cleaner_thread(broker)
     snapshot = cleaner.state()
     return _json(
         {
             "broker_id": broker.broker_id,
-            "enabled": broker.replicas.cleaner is not None,
+            "enabled": broker.cleaner is not None,
             "last_run_ms": snapshot["last_run_ms"],
             "in_progress": snapshot["in_progress"],
             "uncleanable": snapshot["uncleanable"],
@@ -233,9 +233,7 @@ async def post_retention(request: web.Request) -> web.Response:
             _require_online(broker, topic, partition)
     started = time.perf_counter()
     try:
-        reports = await server.in_maintenance(
-            broker.replicas.log_manager.run_retention, topic, partition
-        )
+        reports = await server.in_maintenance(broker.log_manager.run_retention, topic, partition)
     except FileNotFoundError as exc:
         raise ApiError(409, f"retention ran concurrently on this log ({exc}); retry") from exc
     broker.metrics.maintenance_runs.labels("retention").inc()
@@ -257,7 +255,7 @@ async def post_compaction(request: web.Request) -> web.Response:
     broker = server.broker
     topic, partition = await _maintenance_target(request, topic_required=True)
     _require_known_topic(broker, topic)
-    manager = broker.replicas.log_manager
+    manager = broker.log_manager
     if partition is not None:
         targets = [_require_online(broker, topic, partition)]
     else:
@@ -346,9 +344,9 @@ def _require_local(broker, topic: str, partition: int) -> None:
 
 def _require_online(broker, topic: str, partition: int):
     _require_local(broker, topic, partition)
-    found = broker.replicas.log_manager.get_log(topic, partition)
+    found = broker.log_manager.get_log(topic, partition)
     if found is None:
-        reason = broker.replicas.log_manager.offline_partitions.get((topic, partition))
+        reason = broker.log_manager.offline_partitions.get((topic, partition))
         raise ApiError(409, f"{topic}-{partition} is offline: {reason}")
     return found
 

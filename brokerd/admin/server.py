@@ -140,8 +140,8 @@ class AdminServer:
     def cleaner(self):
         """The broker's cleaner manager, or (log.cleaner.enable=false) one for on-demand
         compaction only."""
-        if self.broker.replicas.cleaner is not None:
-            return self.broker.replicas.cleaner
+        if self.broker.cleaner is not None:
+            return self.broker.cleaner
         if self._fallback_cleaner is None:
             from brokerd.log.cleaner_manager import LogCleanerManager
 

@@ -17,14 +17,14 @@ if TYPE_CHECKING:
 
 def local_partitions(broker: Broker) -> list[tuple[str, int]]:
     """Every partition with a log in this broker's log dirs, loaded or offline, sorted."""
-    manager = broker.replicas.log_manager
+    manager = broker.log_manager
     if manager is None:
         return []
     return sorted({*manager.logs, *manager.offline_partitions})
 
 
 def offline_count(broker: Broker) -> int:
-    manager = broker.replicas.log_manager
+    manager = broker.log_manager
     return len(manager.offline_partitions) if manager is not None else 0
 
 
@@ -52,11 +52,11 @@ def partition_view(broker: Broker, topic: str, partition: int) -> dict[str, Any]
     """Leader, epoch, ISR, offsets, size and per-replica LEO and lag of one local partition.
 
     Today the local replica is the only one with a known LEO; once replication tracks
-    followers, `LeaderPartition.replica_states[broker_id]` (anything with
+    followers, `Partition.replica_states[broker_id]` (anything with
     `log_end_offset` and `last_caught_up_ms`) fills in theirs without changing the JSON.
     """
     me = broker.broker_id
-    manager = broker.replicas.log_manager
+    manager = broker.log_manager
     log = manager.get_log(topic, partition) if manager is not None else None
     znode = broker.metadata.partition_state(topic, partition)
     info = broker.metadata.topic(topic)

@@ -33,6 +33,7 @@ from brokerd.config.registry import (
     is_dynamic_broker_config,
 )
 from brokerd.config.replication import ReplicationConfig
+from brokerd.config.security import SecurityConfig
 from brokerd.config.server import ServerConfig
 from brokerd.config.server_log import ServerLogConfig
 from brokerd.config.socket_server import (
@@ -79,6 +80,7 @@ __all__ = [
     "GroupCoordinatorConfig",
     "LogConfig",
     "ReplicationConfig",
+    "SecurityConfig",
     "ServerConfig",
     "ServerLogConfig",
     "SocketServerConfig",

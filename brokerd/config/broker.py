@@ -28,6 +28,7 @@ from brokerd.config.registry import (
     static_definition,
 )
 from brokerd.config.replication import ReplicationConfig
+from brokerd.config.security import SecurityConfig
 from brokerd.config.server import ServerConfig
 from brokerd.config.server_log import ServerLogConfig
 from brokerd.config.socket_server import (
@@ -51,7 +52,7 @@ class BrokerConfig:
     topic default's source as DEFAULT, exactly as Kafka does.
 
     The typed views (`server`, `socket`, `replication`, `zookeeper`, `server_log`,
-    `cleaner`, `groups`, `admin`, and `log` for the topic defaults) are rebuilt whenever a
+    `cleaner`, `groups`, `admin`, `security`, and `log` for the topic defaults) are rebuilt whenever a
     dynamic update is applied, so a reader of a dynamic config reads it through
     `config.<view>` when it acts rather than keeping the view. `get` remains for names
     computed at run time (listener-prefixed security configs) and configs brokerd only
@@ -66,6 +67,7 @@ class BrokerConfig:
     cleaner: CleanerConfig
     groups: GroupCoordinatorConfig
     admin: AdminConfig
+    security: SecurityConfig
     log: LogConfig
 
     def __init__(self, props: Mapping[str, str] | None = None):
@@ -126,6 +128,7 @@ class BrokerConfig:
         self.cleaner = resolve_view(CleanerConfig, get)
         self.groups = resolve_view(GroupCoordinatorConfig, get)
         self.admin = resolve_view(AdminConfig, get)
+        self.security = resolve_view(SecurityConfig, get)
         self.log = LogConfig.resolve(None, self._explicit)
 
     def get(self, name: str) -> Any:

@@ -141,6 +141,7 @@ class SocketServerConfig:
     max_connections: int
     max_connections_per_ip: int
     max_connections_per_ip_overrides: str
+    connection_failed_authentication_delay_ms: int  # defined by Kafka's catalog
 
     @property
     def connection_overrides(self) -> dict[str, int]:

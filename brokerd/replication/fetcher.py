@@ -5,31 +5,47 @@ the leader, with OffsetForLeaderEpoch, where its own latest epoch ends in the le
 history, and cuts its log there — never to its high watermark, which would lose records
 (seed 000 §3.3) or keep diverged ones (§3.4). Then it fetches from its LEO with its broker id
 as replica_id, appends what comes as a follower, and takes min(own LEO, leader HW) as HW.
+
+Truncations and appends delete files and fsync (segments, the leader-epoch checkpoint), so
+they run on a worker thread, never on the event loop. Each fetcher does one such step at a
+time, and removing a partition waits for its step in flight: a partition that moves to
+another leader, becomes a leader or is deleted is never written by this fetcher afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.fetch.v12 import request as fetch_request
 from kio.schema.offset_for_leader_epoch.v4 import request as epoch_request
 
 from brokerd.client.connection import BrokerConnection
 from brokerd.client.errors import KafkaConnectionError, KafkaTimeoutError
+from brokerd.config import ReplicationConfig
 from brokerd.log.leader_epochs import UNDEFINED_EPOCH_OFFSET
-from brokerd.peer_security import peer_security
 from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
 
 if TYPE_CHECKING:
+    from brokerd.coordination.zk import Endpoint
+    from brokerd.log.log import Log
+    from brokerd.security.tls import ClientSecurity
+
     from .partition import Partition
-    from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+# The inter-broker endpoint of a broker id (None: unknown, or no such listener).
+EndpointOf = Callable[[int], "Endpoint | None"]
+# How to connect to a peer's endpoint (TLS, SASL credentials).
+SecurityFor = Callable[["Endpoint"], "ClientSecurity"]
 
 
 @dataclass
@@ -40,11 +56,57 @@ class FetchState:
     delayed_until: float = 0.0  # after a partition error, wait before retrying it
 
 
+def truncate_to_leader(
+    partition_log: Log, asked_epoch: int, leader_epoch: int, end_offset: int, source_id: int
+) -> bool:
+    """Cut `partition_log` where the leader's OffsetForLeaderEpoch answer for our latest
+    epoch says our histories part; True if anything was removed. Deletes files: call it
+    off the event loop."""
+    if end_offset == UNDEFINED_EPOCH_OFFSET:
+        # The leader knows no epoch up to ours: it has no history to compare with
+        # (an empty log). Keep ours; fetching from our LEO gets OUT_OF_RANGE if wrong.
+        return False
+    target = end_offset
+    if leader_epoch != asked_epoch:
+        # KIP-279: the leader's largest epoch <= ours differs from ours; our history of
+        # that epoch may end earlier than the leader's.
+        _, ours = partition_log.leader_epoch_cache.end_offset_for(
+            leader_epoch, partition_log.log_end_offset
+        )
+        if ours != UNDEFINED_EPOCH_OFFSET:
+            target = min(target, ours)
+    target = min(target, partition_log.log_end_offset)
+    if not partition_log.truncate_to(target):
+        return False
+    log.info(
+        "%s-%d truncated to %d (leader %d says epoch %d ends at %d)",
+        partition_log.topic,
+        partition_log.partition,
+        target,
+        source_id,
+        leader_epoch,
+        end_offset,
+    )
+    return True
+
+
 class ReplicaFetcher:
-    def __init__(self, manager: ReplicaManager, source_id: int):
-        self.manager = manager
+    def __init__(
+        self,
+        source_id: int,
+        local_id: int,
+        settings: ReplicationConfig,
+        endpoint_of: EndpointOf,
+        security_for: SecurityFor,
+    ):
         self.source_id = source_id
-        self.partitions: dict[tuple[str, int], FetchState] = {}
+        self.local_id = local_id
+        self.settings = settings
+        self._endpoint_of = endpoint_of
+        self._security_for = security_for
+        self.partitions: dict[Key, FetchState] = {}
+        # The worker-thread step writing each partition's log, while it runs.
+        self._writing: dict[Key, asyncio.Future] = {}
         self._changed = asyncio.Event()
         self._connection: BrokerConnection | None = None
         self._task: asyncio.Task | None = None
@@ -64,6 +126,9 @@ class ReplicaFetcher:
             # Bounded: a cancellation swallowed deeper in a request must not hang shutdown;
             # the flag ends the loop at its next turn anyway.
             await asyncio.wait({self._task}, timeout=5)
+        # A cancelled step still runs to its end on its thread; the logs may close after.
+        if self._writing:
+            await asyncio.wait(set(self._writing.values()))
         if self._connection is not None:
             await self._connection.close()
 
@@ -71,13 +136,35 @@ class ReplicaFetcher:
         self.partitions[partition.key] = FetchState(partition, leader_epoch)
         self._changed.set()
 
-    def remove(self, key: tuple[str, int]) -> None:
+    async def remove(self, key: Key) -> None:
+        """Stop fetching `key`; returns once no step of this fetcher writes its log."""
         self.partitions.pop(key, None)
+        writing = self._writing.get(key)
+        if writing is not None:
+            await asyncio.wait({writing})
+
+    async def _write_off_loop(self, keys: Iterable[Key], work: Callable[..., Any], *args: Any):
+        """Run `work`, which writes the logs of `keys`, on a worker thread."""
+        future = asyncio.get_running_loop().run_in_executor(None, functools.partial(work, *args))
+        keys = list(keys)
+        for key in keys:
+            self._writing[key] = future
+
+        def finished(done: asyncio.Future) -> None:
+            for key in keys:
+                if self._writing.get(key) is done:
+                    del self._writing[key]
+            if not done.cancelled():
+                done.exception()  # seen here if the fetcher was cancelled while waiting
+
+        future.add_done_callback(finished)
+        # Shielded: cancelling the fetcher must not stop waiting for the thread, which
+        # cannot be stopped; remove() and stop() wait for it instead.
+        return await asyncio.shield(future)
 
     # The loop ------------------------------------------------------------------------
     async def _run(self) -> None:
-        config = self.manager.broker.config
-        backoff = config.get("replica.fetch.backoff.ms") / 1000
+        backoff = self.settings.replica_fetch_backoff_ms / 1000
         while not self._stopping:
             if not self.partitions:
                 self._changed.clear()
@@ -102,24 +189,20 @@ class ReplicaFetcher:
                 await asyncio.sleep(backoff)
 
     def _connect(self) -> BrokerConnection | None:
-        info = self.manager.broker.metadata.brokers.get(self.source_id)
-        if info is None or not info.endpoints:
-            return None
-        endpoint = self.manager.inter_broker_endpoint(info)
+        endpoint = self._endpoint_of(self.source_id)
         if endpoint is None:
             return None
         current = self._connection
         if current is not None and (current.host, current.port) == (endpoint.host, endpoint.port):
             return current
-        config = self.manager.broker.config
         self._connection = BrokerConnection(
             endpoint.host,
             endpoint.port,
             node_id=self.source_id,
-            client_id=f"broker-{self.manager.local_id}-fetcher-{self.source_id}",
-            request_timeout=config.get("replica.socket.timeout.ms") / 1000,
-            reconnect_backoff_max=config.get("replica.fetch.backoff.ms") / 1000,
-            security=peer_security(config, endpoint),
+            client_id=f"broker-{self.local_id}-fetcher-{self.source_id}",
+            request_timeout=self.settings.replica_socket_timeout_ms / 1000,
+            reconnect_backoff_max=self.settings.replica_fetch_backoff_ms / 1000,
+            security=self._security_for(endpoint),
         )
         if current is not None:
             self._closing.spawn(current.close())
@@ -133,7 +216,7 @@ class ReplicaFetcher:
     # Truncation (OffsetForLeaderEpoch) -----------------------------------------------
     async def _truncate(self, connection: BrokerConnection) -> None:
         pending = {k: s for k, s in self.partitions.items() if s.truncating}
-        asked: dict[tuple[str, int], int] = {}
+        asked: dict[Key, int] = {}
         topics: dict[str, list] = {}
         for key, state in pending.items():
             local_epoch = state.partition.log.latest_epoch
@@ -152,18 +235,19 @@ class ReplicaFetcher:
         if not topics:
             return
         request = epoch_request.OffsetForLeaderEpochRequest(
-            replica_id=self.manager.local_id,
+            replica_id=self.local_id,
             topics=tuple(
                 epoch_request.OffsetForLeaderTopic(topic=t, partitions=tuple(ps))
                 for t, ps in topics.items()
             ),
         )
         response = await connection.send(request)
+        cuts: list[tuple[FetchState, int, int, int]] = []
         for topic in response.topics:
             for result in topic.partitions:
                 key = (topic.topic, result.partition)
                 state = self.partitions.get(key)
-                if state is None or key not in asked or self.partitions[key] is not pending[key]:
+                if state is None or key not in asked or state is not pending[key]:
                     continue  # removed or re-added meanwhile
                 if result.error_code != ErrorCode.none:
                     log.info(
@@ -173,42 +257,25 @@ class ReplicaFetcher:
                         ErrorCode(result.error_code).name,
                     )
                     continue  # stays truncating; retried on the next round
-                self._truncate_partition(state, asked[key], result.leader_epoch, result.end_offset)
-
-    def _truncate_partition(
-        self, state: FetchState, asked_epoch: int, leader_epoch: int, end_offset: int
-    ) -> None:
-        partition_log = state.partition.log
-        if end_offset == UNDEFINED_EPOCH_OFFSET:
-            # The leader knows no epoch up to ours: it has no history to compare with
-            # (an empty log). Keep ours; fetching from our LEO gets OUT_OF_RANGE if wrong.
-            state.truncating = False
+                cuts.append((state, asked[key], result.leader_epoch, result.end_offset))
+        if not cuts:
             return
-        target = end_offset
-        if leader_epoch != asked_epoch:
-            # KIP-279: the leader's largest epoch <= ours differs from ours; our history of
-            # that epoch may end earlier than the leader's.
-            _, ours = partition_log.leader_epoch_cache.end_offset_for(
-                leader_epoch, partition_log.log_end_offset
+        await self._write_off_loop(
+            [state.partition.key for state, *_ in cuts], self._truncate_logs, cuts
+        )
+        for state, *_ in cuts:
+            state.truncating = False
+
+    def _truncate_logs(self, cuts: list[tuple[FetchState, int, int, int]]) -> None:
+        """On a worker thread. A failure leaves every partition truncating, to retry."""
+        for state, asked_epoch, leader_epoch, end_offset in cuts:
+            truncate_to_leader(
+                state.partition.log, asked_epoch, leader_epoch, end_offset, self.source_id
             )
-            if ours != UNDEFINED_EPOCH_OFFSET:
-                target = min(target, ours)
-        target = min(target, partition_log.log_end_offset)
-        if partition_log.truncate_to(target):
-            log.info(
-                "%s-%d truncated to %d (leader %d says epoch %d ends at %d)",
-                partition_log.topic,
-                partition_log.partition,
-                target,
-                self.source_id,
-                leader_epoch,
-                end_offset,
-            )
-        state.truncating = False
 
     # Fetching ------------------------------------------------------------------------
     async def _fetch(self, connection: BrokerConnection) -> None:
-        config = self.manager.broker.config
+        settings = self.settings
         loop = asyncio.get_running_loop()
         now = loop.time()
         ready = {
@@ -227,47 +294,81 @@ class ReplicaFetcher:
                     partition=key[1],
                     current_leader_epoch=state.leader_epoch,
                     fetch_offset=offset,
-                    partition_max_bytes=config.get("replica.fetch.max.bytes"),
+                    partition_max_bytes=settings.replica_fetch_max_bytes,
                 )
             )
         request = fetch_request.FetchRequest(
-            replica_id=self.manager.local_id,
-            max_wait=datetime.timedelta(milliseconds=config.get("replica.fetch.wait.max.ms")),
-            min_bytes=config.get("replica.fetch.min.bytes"),
-            max_bytes=config.get("replica.fetch.response.max.bytes"),
+            replica_id=self.local_id,
+            max_wait=datetime.timedelta(milliseconds=settings.replica_fetch_wait_max_ms),
+            min_bytes=settings.replica_fetch_min_bytes,
+            max_bytes=settings.replica_fetch_response_max_bytes,
             topics=tuple(
                 fetch_request.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()
             ),
             forgotten_topics_data=(),
         )
-        timeout = config.get("replica.socket.timeout.ms") / 1000
-        response = await connection.send(request, timeout=timeout)
-        backoff = config.get("replica.fetch.backoff.ms") / 1000
+        response = await connection.send(request, timeout=settings.replica_socket_timeout_ms / 1000)
+        retry_at = loop.time() + settings.replica_fetch_backoff_ms / 1000
+        appends: list[tuple[FetchState, int, Any]] = []
+        restarts: list[tuple[FetchState, int]] = []
         for topic in response.responses:
             for data in topic.partitions:
                 key = (topic.topic, data.partition_index)
                 state = ready.get(key)
                 if state is None or self.partitions.get(key) is not state:
                     continue
-                self._handle(state, offsets[key], data, loop.time() + backoff)
+                if data.error_code == ErrorCode.none:
+                    appends.append((state, offsets[key], data))
+                elif data.error_code == ErrorCode.offset_out_of_range:
+                    restart_at = self._out_of_range(state, data)
+                    if restart_at is not None:
+                        restarts.append((state, restart_at))
+                else:
+                    self._partition_error(state, data.error_code, retry_at)
+        if not appends and not restarts:
+            return
+        keys = [state.partition.key for state, *_ in (*appends, *restarts)]
+        appended, failure = await self._write_off_loop(keys, self._write_fetched, appends, restarts)
+        for state, high_watermark in appended:
+            if self.partitions.get(state.partition.key) is state:
+                state.partition.update_follower_high_watermark(high_watermark)
+        if failure is not None:
+            raise failure
 
-    def _handle(self, state: FetchState, offset: int, data, retry_at: float) -> None:
-        partition = state.partition
-        code = data.error_code
-        if code == ErrorCode.none:
-            if partition.log.log_end_offset != offset:
-                return  # truncated meanwhile
-            if data.records:
-                partition.log.append_as_follower(data.records)
-            partition.update_follower_high_watermark(data.high_watermark)
-            return
-        if code == ErrorCode.offset_out_of_range:
-            self._out_of_range(state, data)
-            return
+    def _write_fetched(
+        self, appends: list[tuple[FetchState, int, Any]], restarts: list[tuple[FetchState, int]]
+    ) -> tuple[list[tuple[FetchState, int]], Exception | None]:
+        """On a worker thread: the fetched records appended, and logs restarted at the
+        leader's log start. Returns the appended partitions with the leader's HW, and the
+        first failure (the fetcher logs it and backs off)."""
+        appended = []
+        try:
+            for state, offset, data in appends:
+                partition_log = state.partition.log
+                if partition_log.log_end_offset != offset:
+                    continue  # truncated meanwhile
+                if data.records:
+                    partition_log.append_as_follower(data.records)
+                appended.append((state, data.high_watermark))
+            for state, leader_start in restarts:
+                partition_log = state.partition.log
+                log.info(
+                    "%s-%d restarts at the leader's log start %d",
+                    partition_log.topic,
+                    partition_log.partition,
+                    leader_start,
+                )
+                partition_log.truncate_fully_and_start_at(leader_start)
+        except Exception as exc:  # noqa: BLE001 - raised on the loop, after the HW updates
+            return appended, exc
+        return appended, None
+
+    def _partition_error(self, state: FetchState, code: int, retry_at: float) -> None:
         if code == ErrorCode.unknown_leader_epoch:
             state.delayed_until = retry_at  # the leader has not applied our epoch yet
             return
         # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...: wait for the controller's word.
+        partition = state.partition
         log.info(
             "fetch of %s-%d from broker %d: %s",
             partition.topic,
@@ -277,39 +378,45 @@ class ReplicaFetcher:
         )
         state.delayed_until = retry_at
 
-    def _out_of_range(self, state: FetchState, data) -> None:
-        """Our LEO is outside the leader's log: below its start (retention), restart there;
-        above its end (should not survive truncation), truncate again."""
-        partition_log = state.partition.log
+    @staticmethod
+    def _out_of_range(state: FetchState, data) -> int | None:
+        """Our LEO is outside the leader's log: below its start (retention), the offset to
+        restart at; above its end (should not survive truncation), None and truncate again."""
         leader_start = data.log_start_offset
-        if leader_start >= 0 and partition_log.log_end_offset < leader_start:
-            log.info(
-                "%s-%d restarts at the leader's log start %d",
-                partition_log.topic,
-                partition_log.partition,
-                leader_start,
-            )
-            partition_log.truncate_fully_and_start_at(leader_start)
-        else:
-            state.truncating = True
+        if leader_start >= 0 and state.partition.log.log_end_offset < leader_start:
+            return leader_start
+        state.truncating = True
+        return None
 
 
 class ReplicaFetcherManager:
-    def __init__(self, manager: ReplicaManager):
-        self.manager = manager
+    def __init__(
+        self,
+        local_id: int,
+        settings: ReplicationConfig,
+        endpoint_of: EndpointOf,
+        security_for: SecurityFor,
+    ):
+        self.local_id = local_id
+        self.settings = settings
+        self._endpoint_of = endpoint_of
+        self._security_for = security_for
         self.fetchers: dict[int, ReplicaFetcher] = {}
 
-    def add_partition(self, partition: Partition, leader_id: int, leader_epoch: int) -> None:
-        self.remove_partition(partition.key)
+    async def add_partition(self, partition: Partition, leader_id: int, leader_epoch: int) -> None:
+        await self.remove_partition(partition.key)
         fetcher = self.fetchers.get(leader_id)
         if fetcher is None:
-            fetcher = self.fetchers[leader_id] = ReplicaFetcher(self.manager, leader_id)
+            fetcher = self.fetchers[leader_id] = ReplicaFetcher(
+                leader_id, self.local_id, self.settings, self._endpoint_of, self._security_for
+            )
             fetcher.start()
         fetcher.add(partition, leader_epoch)
 
-    def remove_partition(self, key: tuple[str, int]) -> None:
-        for fetcher in self.fetchers.values():
-            fetcher.remove(key)
+    async def remove_partition(self, key: Key) -> None:
+        """Stop fetching `key`; returns once no fetcher writes its log any more."""
+        for fetcher in list(self.fetchers.values()):
+            await fetcher.remove(key)
 
     async def shutdown(self) -> None:
         fetchers, self.fetchers = self.fetchers, {}

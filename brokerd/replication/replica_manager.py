@@ -14,47 +14,76 @@ re-creates a deleted partition. Deletion renames the directory `-delete` and rem
 the background after file.delete.delay.ms; stray directories found at start-up go the same
 way (strays.py).
 
-The handlers' API is unchanged from the single-broker increment: leader(), append(),
-local_log(), leaders, purgatory, sync_leadership().
+As Kafka's ReplicaManager, it is given its peers (the log manager, the metadata cache, the
+ZooKeeper client) and plain settings, and never reaches back into the broker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
-from brokerd.config import LogConfig
+from brokerd.config import LogConfig, ReplicationConfig
 from brokerd.coordination import zk_data
 from brokerd.coordination.topic_liveness import topic_is_live
 from brokerd.coordination.zk_data import PartitionState
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.util.background import BackgroundTasks
 
-from .fetcher import ReplicaFetcherManager
+from .fetcher import ReplicaFetcherManager, SecurityFor
 from .partition import NO_LEADER, Partition, now_ms
 from .purgatory import FetchPurgatory, ProducePurgatory
 from .strays import find_strays
 
 if TYPE_CHECKING:
+    from brokerd.config import Endpoint
+    from brokerd.coordination.metadata import MetadataCache
+    from brokerd.coordination.zk_client import ZkClient
+    from brokerd.coordination.zk_data import BrokerInfo
     from brokerd.log.log import AppendInfo, Log
-    from brokerd.server.broker import Broker
+    from brokerd.log.manager import LogManager
 
 log = logging.getLogger(__name__)
 
-ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
-
-# Kept for callers of the single-broker API: a led partition is a Partition.
-LeaderPartition = Partition
-
 
 class ReplicaManager:
-    def __init__(self, broker: Broker):
-        self.broker = broker
+    def __init__(
+        self,
+        local_id: int,
+        log_manager: LogManager,
+        metadata: MetadataCache,
+        zk: ZkClient,
+        settings: ReplicationConfig,
+        *,
+        inter_broker_listener_name: str,
+        retention_check_interval_ms: int,
+        offset_checkpoint_interval_ms: int,
+        topic_log_config: Callable[[str], LogConfig],
+        default_log_config: Callable[[], LogConfig],
+        security_for: SecurityFor,
+        spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task],
+    ):
+        """Intervals are log.retention.check.interval.ms and
+        log.flush.offset.checkpoint.interval.ms; `topic_log_config` resolves a topic's LogConfig from its current overrides and
+        `default_log_config` the broker's (both may change at run time); `security_for`
+        says how to connect to a peer's endpoint; `spawn` runs the broker's background
+        work (ISR writes to ZooKeeper)."""
+        self.local_id = local_id
+        self.log_manager = log_manager
+        self.metadata = metadata
+        self.zk = zk
+        self.settings = settings
+        self.inter_broker_listener_name = inter_broker_listener_name
+        self._retention_check_interval_ms = retention_check_interval_ms
+        self._offset_checkpoint_interval_ms = offset_checkpoint_interval_ms
+        self.topic_log_config = topic_log_config
+        self._default_log_config = default_log_config
+        self._spawn = spawn
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.leaders: dict[tuple[str, int], Partition] = {}
         # callables(gained, lost) with (topic, partition) keys: the group coordinator loads
@@ -62,11 +91,10 @@ class ReplicaManager:
         self.leadership_listeners: list = []
         self.purgatory = FetchPurgatory()
         self.produce_purgatory = ProducePurgatory()
-        self.fetchers = ReplicaFetcherManager(self)
+        self.fetchers = ReplicaFetcherManager(local_id, settings, self._peer_endpoint, security_for)
         self.controller_epoch = 0  # the highest seen; older controllers are refused
-        self.log_manager = None
-        self.cleaner = None  # LogCleanerManager, when log.cleaner.enable
-        self._cleaner_thread = None
+        # callables(expand: bool) after this broker changed a led partition's ISR.
+        self.isr_change_listeners: list[Callable[[bool], None]] = []
         self._maintenance: list[asyncio.Task] = []
         # Role changes and deletions are serialized: two at once would each load the same
         # new partition directory (two Log objects, two writers on one segment), or delete
@@ -76,50 +104,15 @@ class ReplicaManager:
         self._looked_at: set[tuple[str, int]] | None = None
         self._removals = BackgroundTasks(log, "removing a deleted partition directory failed")
 
-    @property
-    def local_id(self) -> int:
-        return self.broker.broker_id
-
     # Lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
-        from brokerd.log.manager import LogManager
-
-        config = self.broker.config
-        self.log_manager = LogManager(
-            config.log_dirs,
-            config.log_config(),
-            config.explicit,
-            topic_config=self.topic_log_config,
-        )
-        await asyncio.to_thread(self.log_manager.startup)
-        await asyncio.to_thread(
-            self.log_manager.ensure_meta_properties,
-            self.broker.broker_id,
-            self.broker.metadata.cluster_id,
-        )
+        """After the log manager has loaded the logs: leftover deletions, then the periodic
+        retention, checkpoints and ISR checks."""
         await self._delete_leftovers()
-        if config.get("log.cleaner.enable"):
-            from brokerd.log.cleaner_manager import CleanerThread, LogCleanerManager
-
-            self.cleaner = LogCleanerManager(
-                dedupe_buffer_size=config.get("log.cleaner.dedupe.buffer.size")
-            )
-            # Compaction runs on its own thread, off the event loop.
-            self._cleaner_thread = CleanerThread(
-                self.cleaner,
-                self.log_manager.all_logs,
-                backoff_ms=config.get("log.cleaner.backoff.ms"),
-            )
-            self._cleaner_thread.start()
         self._maintenance = [
+            asyncio.create_task(self._every(self._retention_check_interval_ms, self._retention)),
             asyncio.create_task(
-                self._every(config.get("log.retention.check.interval.ms"), self._retention)
-            ),
-            asyncio.create_task(
-                self._every(
-                    config.get("log.flush.offset.checkpoint.interval.ms"),
-                    self.log_manager.checkpoint,
-                )
+                self._every(self._offset_checkpoint_interval_ms, self.log_manager.checkpoint)
             ),
             asyncio.create_task(self._isr_maintenance()),
         ]
@@ -131,7 +124,7 @@ class ReplicaManager:
             self._remove_later(doomed)
         manager.dirs_to_delete.clear()
         strays = find_strays(
-            [*manager.logs, *manager.offline_partitions], self.broker.metadata.topics, self.local_id
+            [*manager.logs, *manager.offline_partitions], self.metadata.topics, self.local_id
         )
         for (topic, index), reason in sorted(strays.items()):
             directory = manager.partition_dir(topic, index)
@@ -152,7 +145,7 @@ class ReplicaManager:
         files), off the event loop; a shutdown first leaves it to the next start-up."""
         if doomed is None:
             return
-        delay_ms = self.broker.config.log_config().file_delete_delay_ms
+        delay_ms = self._default_log_config().file_delete_delay_ms
         self._removals.spawn(self._remove_after(doomed, min(delay_ms, 1 << 31) / 1000))
 
     async def _remove_after(self, doomed: Path, delay: float) -> None:
@@ -160,15 +153,12 @@ class ReplicaManager:
         await asyncio.to_thread(self.log_manager.remove_dir, doomed)
 
     async def shutdown(self) -> None:
+        """Stop fetching and the periodic work; the log manager, not ours, closes after."""
         self._removals.cancel_all()
         for task in self._maintenance:
             task.cancel()
         await self.fetchers.shutdown()
-        if self._cleaner_thread is not None:
-            await asyncio.to_thread(self._cleaner_thread.stop)
         self.wake_all_waiters()
-        if self.log_manager is not None:
-            await asyncio.to_thread(self.log_manager.shutdown)
 
     async def _every(self, interval_ms: int, work) -> None:
         interval = min(interval_ms, 1 << 31) / 1000
@@ -188,22 +178,23 @@ class ReplicaManager:
         self.produce_purgatory.wake_all()
 
     # Configs --------------------------------------------------------------------------
-    def topic_log_config(self, topic: str) -> LogConfig:
-        info = self.broker.metadata.topic(topic)
-        return self.broker.config.log_config(info.configs if info else {})
-
     def refresh_topic_config(self, topic: str) -> None:
-        if self.log_manager is not None:
-            self.log_manager.update_config(topic, self.topic_log_config(topic))
+        self.log_manager.update_config(topic, self.topic_log_config(topic))
 
     def refresh_all_configs(self) -> None:
         for topic in {t for t, _ in self.partitions}:
             self.refresh_topic_config(topic)
 
-    def inter_broker_endpoint(self, info):
+    def inter_broker_endpoint(self, info: BrokerInfo) -> Endpoint | None:
         """The peer's endpoint on the inter-broker listener (None without one, as Kafka):
         any other listener refuses inter-broker requests."""
-        return info.endpoint(self.broker.config.inter_broker_listener_name)
+        return info.endpoint(self.inter_broker_listener_name)
+
+    def _peer_endpoint(self, broker_id: int) -> Endpoint | None:
+        info = self.metadata.brokers.get(broker_id)
+        if info is None or not info.endpoints:
+            return None
+        return self.inter_broker_endpoint(info)
 
     # Roles from the controller --------------------------------------------------------
     async def become_leader_or_follower(
@@ -265,12 +256,12 @@ class ReplicaManager:
             return ErrorCode.unknown_topic_or_partition
         if current is None and self.log_manager.get_log(topic, index) is None:
             if topic not in live:
-                live[topic] = await topic_is_live(self.broker.zk, topic, topic_id)
+                live[topic] = await topic_is_live(self.zk, topic, topic_id)
                 if not live[topic]:
                     log.info("no log made for %s: deleted or being deleted in ZooKeeper", topic)
             if not live[topic]:
                 return ErrorCode.unknown_topic_or_partition
-        self._update_cached_state(topic, index, state)
+        self.cache_partition_state(topic, index, state)
         if current is None:
             partition_log = await asyncio.to_thread(
                 self.log_manager.get_or_create_log, topic, index, self.topic_log_config(topic)
@@ -278,7 +269,7 @@ class ReplicaManager:
             current = self.partitions[key] = Partition(topic, index, partition_log, self.local_id)
         was_leader = current.is_leader
         if state.leader == self.local_id:
-            self.fetchers.remove_partition(key)
+            await self.fetchers.remove_partition(key)
             current.make_leader(
                 state.leader_epoch, state.isr, replicas, state.zk_version, state.controller_epoch
             )
@@ -302,14 +293,16 @@ class ReplicaManager:
             self.produce_purgatory.leadership_lost(key)
             self.purgatory.notify(key)
             if state.leader == NO_LEADER:
-                self.fetchers.remove_partition(key)
+                await self.fetchers.remove_partition(key)
             else:
-                self.fetchers.add_partition(current, state.leader, state.leader_epoch)
+                await self.fetchers.add_partition(current, state.leader, state.leader_epoch)
             log.info("following %d for %s at epoch %d", state.leader, key, state.leader_epoch)
         return ErrorCode.none
 
-    def _update_cached_state(self, topic: str, index: int, state: PartitionState) -> None:
-        info = self.broker.metadata.topic(topic)
+    def cache_partition_state(self, topic: str, index: int, state: PartitionState) -> None:
+        """Put `state` in the metadata cache unless the cache holds a newer one (UpdateMetadata
+        and LeaderAndIsr may arrive after this broker's own ISR write)."""
+        info = self.metadata.topic(topic)
         if info is None:
             return
         cached = info.states.get(index)
@@ -329,7 +322,7 @@ class ReplicaManager:
             lost = set()
             for topic, index, delete in partitions:
                 key = (topic, index)
-                self.fetchers.remove_partition(key)
+                await self.fetchers.remove_partition(key)
                 if self.leaders.pop(key, None) is not None:
                     lost.add(key)
                 self.produce_purgatory.leadership_lost(key)
@@ -355,7 +348,7 @@ class ReplicaManager:
             live: dict[str, bool] = {}
             looked_at = self._looked_at
             self._looked_at = seen = set()  # deleted topics drop out of it
-            for info in list(self.broker.metadata.topics.values()):
+            for info in list(self.metadata.topics.values()):
                 if info.marked_for_deletion:
                     continue
                 for index, state in list(info.states.items()):
@@ -390,7 +383,7 @@ class ReplicaManager:
         async with self._sync_lock:
             for partition in partitions:
                 key = (topic, partition)
-                self.fetchers.remove_partition(key)
+                await self.fetchers.remove_partition(key)
                 self.partitions.pop(key, None)
                 if self.leaders.pop(key, None) is not None:
                     self.produce_purgatory.leadership_lost(key)
@@ -405,7 +398,7 @@ class ReplicaManager:
         found = self.leaders.get((topic, partition))
         if found is not None:
             return found
-        info = self.broker.metadata.topic(topic)
+        info = self.metadata.topic(topic)
         if info is None or partition not in info.assignment:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
         if (topic, partition) in self.log_manager.offline_partitions:
@@ -413,7 +406,7 @@ class ReplicaManager:
         raise KafkaError(ErrorCode.not_leader_or_follower)
 
     def local_log(self, topic: str, partition: int) -> Log | None:
-        return self.log_manager.get_log(topic, partition) if self.log_manager else None
+        return self.log_manager.get_log(topic, partition)
 
     # Appends --------------------------------------------------------------------------
     def append(
@@ -466,7 +459,7 @@ class ReplicaManager:
     # ISR changes ----------------------------------------------------------------------
     async def _isr_maintenance(self) -> None:
         while True:
-            lag_ms = self.broker.config.get("replica.lag.time.max.ms")
+            lag_ms = self.settings.replica_lag_time_max_ms
             await asyncio.sleep(max(lag_ms / 2, 50) / 1000)
             now = now_ms()
             for partition in list(self.leaders.values()):
@@ -488,7 +481,7 @@ class ReplicaManager:
         if partition.isr_change_pending:
             return
         partition.isr_change_pending = True
-        self.broker.spawn(self._change_isr(partition, new_isr, expand))
+        self._spawn(self._change_isr(partition, new_isr, expand))
 
     async def _change_isr(self, partition: Partition, new_isr: list[int], expand: bool) -> None:
         """Write the ISR conditionally on the znode version we were given; a leader that
@@ -503,9 +496,9 @@ class ReplicaManager:
             )
             path = zk_data.partition_state_path(partition.topic, partition.partition)
             try:
-                version = await self.broker.zk.set_json(path, state.to_json(), partition.zk_version)
+                version = await self.zk.set_json(path, state.to_json(), partition.zk_version)
             except BadVersionError:
-                found = await self.broker.zk.get_json(path)
+                found = await self.zk.get_json(path)
                 if found is None:
                     return
                 current = PartitionState.from_json(*found)
@@ -515,7 +508,7 @@ class ReplicaManager:
                 ):
                     log.info("ISR change of %s refused: the controller moved on", partition.key)
                     return
-                version = await self.broker.zk.set_json(path, state.to_json(), current.zk_version)
+                version = await self.zk.set_json(path, state.to_json(), current.zk_version)
             except NoNodeError:
                 return
             if self.leaders.get(partition.key) is not partition:
@@ -525,18 +518,14 @@ class ReplicaManager:
             partition.isr = list(new_isr)
             partition.zk_version = version
             state.zk_version = version
-            self._update_cached_state(partition.topic, partition.partition, state)
-            metrics = getattr(self.broker, "metrics", None)
-            if metrics is not None:
-                (metrics.isr_expands if expand else metrics.isr_shrinks).inc()
+            self.cache_partition_state(partition.topic, partition.partition, state)
+            for listener in self.isr_change_listeners:
+                listener(expand)
             if partition.maybe_increment_high_watermark():
                 self._high_watermark_moved(partition)
-            await self.broker.zk.create_json(
-                ISR_CHANGE_PREFIX,
-                {
-                    "version": 1,
-                    "partitions": [{"topic": partition.topic, "partition": partition.partition}],
-                },
+            await self.zk.create_json(
+                zk_data.ISR_CHANGE_PREFIX,
+                zk_data.isr_change_notification([partition.key]),
                 sequence=True,
             )
         except Exception:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 
 from brokerd.admin import AdminServer, BrokerMetrics
-from brokerd.config import BrokerConfig
+from brokerd.config import BrokerConfig, LogConfig
 from brokerd.coordination import zk_client, zk_data
 from brokerd.coordination.control_epochs import ControlRequestEpochs
 from brokerd.coordination.controlled_shutdown import ControlledShutdown
@@ -21,6 +22,10 @@ from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache
 from brokerd.coordination.producer_ids import ProducerIdManager
 from brokerd.groups.coordinator import GroupCoordinator
+from brokerd.log.cleaner_manager import CleanerThread, LogCleanerManager
+from brokerd.log.manager import LogManager
+from brokerd.peer_security import peer_security
+from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.util.background import BackgroundTasks
 
 from .connection_quotas import ConnectionQuotas
@@ -30,7 +35,6 @@ from .failure_probes import FailureProbes
 from .fetch_session import FetchSessionCache
 from .listener import Listener
 from .memory_pool import RequestMemoryPool
-from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +60,32 @@ class Broker:
             endpoint_for=lambda info: self.replicas.inter_broker_endpoint(info),
             probes=self.failure_probes,
         )
-        self.replicas = ReplicaManager(self)
+        self.log_manager = LogManager(
+            config.log_dirs,
+            config.log_config(),
+            config.explicit,
+            topic_config=self._topic_log_config,
+        )
+        # Made at start-up (log.cleaner.enable), after the dynamic configs it reads.
+        self.cleaner: LogCleanerManager | None = None
+        self._cleaner_thread: CleanerThread | None = None
+        self.replicas = ReplicaManager(
+            self.broker_id,
+            self.log_manager,
+            self.metadata,
+            self.zk,
+            config.replication,
+            inter_broker_listener_name=config.inter_broker_listener_name,
+            retention_check_interval_ms=config.server_log.log_retention_check_interval_ms,
+            offset_checkpoint_interval_ms=config.server_log.log_flush_offset_checkpoint_interval_ms,
+            topic_log_config=self._topic_log_config,
+            default_log_config=config.log_config,
+            security_for=functools.partial(peer_security, config),
+            spawn=self.spawn,
+        )
+        self.replicas.isr_change_listeners.append(
+            lambda expand: (self.metrics.isr_expands if expand else self.metrics.isr_shrinks).inc()
+        )
         self.dynamic_configs = DynamicBrokerConfigs(self)
         self.groups = GroupCoordinator(self)
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
@@ -98,7 +127,13 @@ class Broker:
         await self.zk.start()
         await self.metadata.load()
         await self.load_dynamic_broker_config()
+        await asyncio.to_thread(self.log_manager.startup)
+        await asyncio.to_thread(
+            self.log_manager.ensure_meta_properties, self.broker_id, self.metadata.cluster_id
+        )
         await self.replicas.start()
+        if self.config.cleaner.log_cleaner_enable:
+            self._start_cleaner()
         for listener in self.listeners:
             await listener.start()
         await self.admin.start()  # before registering: the registration carries its URL
@@ -129,7 +164,7 @@ class Broker:
                 for index, replicas in info.assignment.items()
                 if self.broker_id in replicas
                 and (info.name, index) not in self.replicas.partitions
-                and (info.name, index) not in self.replicas.log_manager.offline_partitions
+                and (info.name, index) not in self.log_manager.offline_partitions
             ]
             if not missing:
                 return
@@ -170,6 +205,10 @@ class Broker:
         except Exception:  # ZooKeeper may be gone; the session then expires by itself
             log.warning("closing the ZooKeeper session failed", exc_info=True)
         await self.replicas.shutdown()
+        if self._cleaner_thread is not None:
+            await asyncio.to_thread(self._cleaner_thread.stop)
+        if self.log_manager.started:  # never write checkpoints into dirs it did not load
+            await asyncio.to_thread(self.log_manager.shutdown)
         log.info("broker %d stopped", self.broker_id)
 
     async def _register(self) -> None:
@@ -212,6 +251,24 @@ class Broker:
             await self.controller.process_pending_deletions()
             await self.controller.on_topics_changed()
         await self.replicas.sync_leadership()
+
+    def _start_cleaner(self) -> None:
+        """Compaction runs on its own thread, off the event loop."""
+        cleaner_config = self.config.cleaner
+        self.cleaner = LogCleanerManager(
+            dedupe_buffer_size=cleaner_config.log_cleaner_dedupe_buffer_size
+        )
+        self._cleaner_thread = CleanerThread(
+            self.cleaner,
+            self.log_manager.all_logs,
+            backoff_ms=cleaner_config.log_cleaner_backoff_ms,
+        )
+        self._cleaner_thread.start()
+
+    def _topic_log_config(self, topic: str) -> LogConfig:
+        """A topic's LogConfig: its overrides in ZooKeeper over the broker's current ones."""
+        info = self.metadata.topic(topic)
+        return self.config.log_config(info.configs if info else {})
 
     def spawn(self, coroutine) -> asyncio.Task:
         return self._background.spawn(coroutine)

@@ -22,7 +22,17 @@ from brokerd.config.definitions import config_name
 
 BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181/kafka", "log.dirs": "/tmp/x"}
 
-VIEWS = ("server", "socket", "replication", "zookeeper", "server_log", "cleaner", "groups", "admin")
+VIEWS = (
+    "server",
+    "socket",
+    "replication",
+    "zookeeper",
+    "server_log",
+    "cleaner",
+    "groups",
+    "admin",
+    "security",
+)
 
 # Applied configs read through something other than a flat view field: the listener configs
 # are resolved together into endpoints (BrokerConfig.listeners and friends), and the `log.*`
@@ -36,6 +46,15 @@ LISTENER_CONFIGS = {
     "security.inter.broker.protocol",
 }
 TOPIC_SYNONYMS = {s for d in TOPIC_CONFIGS.values() for s in d.broker_synonyms}
+# Configs brokerd acts on with Kafka's own definition (the catalog's): security, and the
+# delay before a failed authentication is answered.
+FROM_KAFKAS_CATALOG = {
+    "connection.failed.authentication.delay.ms",
+    "sasl.mechanism.inter.broker.protocol",
+    "sasl.server.max.receive.size",
+    "ssl.principal.mapping.rules",
+    "password.encoder.secret",
+}
 
 # A value other than the default for each config a view holds, as written in a properties
 # file, and the typed value the view must hold for it.
@@ -95,6 +114,14 @@ NON_DEFAULTS = {
     "admin.listener": ("127.0.0.1:8080", "127.0.0.1:8080"),
     "admin.token": ("s3cret-token", "s3cret-token"),
     "failure.probes": ("controller.failover=suspend", ("controller.failover=suspend",)),
+    "connection.failed.authentication.delay.ms": ("250", 250),
+    "sasl.mechanism.inter.broker.protocol": ("SCRAM-SHA-256", "SCRAM-SHA-256"),
+    "sasl.server.max.receive.size": ("4096", 4096),
+    "ssl.principal.mapping.rules": (
+        "RULE:^CN=(.*?),.*$/$1/,DEFAULT",
+        "RULE:^CN=(.*?),.*$/$1/,DEFAULT",
+    ),
+    "password.encoder.secret": ("encoder-secret", "encoder-secret"),
 }
 
 
@@ -123,7 +150,10 @@ def test_every_applied_config_is_one_typed_field_of_one_view():
     config = BrokerConfig(BASE)
     names = [config_name(field) for _, field, _ in view_fields(config)]
     assert len(names) == len(set(names))
-    assert set(names) == APPLIED_BROKER_CONFIGS - LISTENER_CONFIGS - TOPIC_SYNONYMS
+    assert (
+        set(names)
+        == (APPLIED_BROKER_CONFIGS - LISTENER_CONFIGS - TOPIC_SYNONYMS) | FROM_KAFKAS_CATALOG
+    )
     assert set(names) == set(NON_DEFAULTS)
 
 
@@ -187,10 +217,12 @@ def test_views_are_frozen_and_a_misspelt_field_fails():
         config.replication.replica_lag_time_max  # type: ignore[attr-defined]  # noqa: B018
 
 
-def test_the_admin_token_stays_out_of_the_views_repr():
-    config = BrokerConfig({**BASE, "admin.token": "s3cret-token"})
+def test_secrets_stay_out_of_the_views_repr():
+    config = BrokerConfig({**BASE, "admin.token": "s3cret-token", "password.encoder.secret": "pw"})
     assert config.admin.admin_token == "s3cret-token"
     assert "s3cret-token" not in repr(config.admin)
+    assert config.security.password_encoder_secret == "pw"
+    assert "pw" not in repr(config.security)
 
 
 def test_dynamic_updates_rebuild_the_views():

@@ -15,7 +15,7 @@ async def handle_describe_log_dirs(broker, request: Request):
     wanted = None
     if request.body.topics is not None:
         wanted = {(t.topic, p) for t in request.body.topics for p in t.partitions}
-    log_manager = broker.replicas.log_manager
+    log_manager = broker.log_manager
     by_dir: dict[str, dict[str, list]] = {str(d): defaultdict(list) for d in log_manager.log_dirs}
     for partition_log in log_manager.all_logs():
         key = (partition_log.topic, partition_log.partition)

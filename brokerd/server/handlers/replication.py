@@ -114,7 +114,7 @@ async def handle_update_metadata(broker, request: Request):
     broker.controller.observe_epoch(body.controller_epoch)
     for topic in body.topic_states:
         for p in topic.partition_states:
-            broker.replicas._update_cached_state(topic.topic_name, p.partition_index, _state(p))
+            broker.replicas.cache_partition_state(topic.topic_name, p.partition_index, _state(p))
     return interbroker.UpdateMetadataResponse(error_code=ErrorCode.none)
 
 

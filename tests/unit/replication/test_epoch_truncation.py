@@ -13,7 +13,7 @@ from brokerd.config import LogConfig
 from brokerd.log.recovery import load_log
 from brokerd.records import iter_entries
 from brokerd.records.batch import SimpleRecord, build_batch
-from brokerd.replication.fetcher import FetchState, ReplicaFetcher
+from brokerd.replication.fetcher import truncate_to_leader
 from brokerd.replication.partition import Partition
 
 A, B = 1, 2
@@ -48,9 +48,7 @@ def _become_follower(follower: Partition, leader: Partition) -> None:
     epoch, end_offset = leader.log.leader_epoch_cache.end_offset_for(
         asked, leader.log.log_end_offset
     )
-    fetcher = ReplicaFetcher.__new__(ReplicaFetcher)
-    fetcher.source_id = leader.local_id
-    fetcher._truncate_partition(FetchState(follower, leader.leader_epoch), asked, epoch, end_offset)
+    truncate_to_leader(follower.log, asked, epoch, end_offset, leader.local_id)
 
 
 def _batches(partition: Partition):
