@@ -94,8 +94,9 @@ def check_single_batch(
     topic_partition: str,
     now: int,
 ) -> bool:
-    """Every check of a produced record set that is one v2 batch (its HEADER tuple given),
-    short of the CRC of a large uncompressed batch: True when that CRC is left for the
+    """Every check of a produced record set that is one v2 batch (its HEADER tuple given)
+    for a topic that asks nothing of each record (CreateTime, not compacted, no timestamp
+    bound: `Log`'s plain appends), short of the CRC of a large uncompressed batch: True when that CRC is left for the
     write (`segment.append_batch_checking_crc`), which reads the batch from memory once
     instead of twice. Whoever refuses such a batch, here or later, checks its CRC first
     (`check_batch_crc`), so a damaged batch is CORRUPT_MESSAGE exactly as when checked up
@@ -250,17 +251,18 @@ def _check_record_rules(records, start: int, header: tuple, rules: RecordRules, 
             if claims_log_append_time
             else wrap_int64(first_timestamp + timestamp_delta)
         )
-        if not rules.log_append_time and timestamp != NO_TIMESTAMP:
-            if check_range and abs(now - timestamp) > max_diff:
-                bad_timestamp = True
-                found.append(
-                    RecordError(
-                        index,
-                        f"Timestamp {timestamp} of message with offset {index} is out of "
-                        f"range. The timestamp should be within [{now - max_diff}, "
-                        f"{now + max_diff}]",
-                    )
+        # A claim of LogAppendTime is refused on every topic unless the timestamp is
+        # already out of range (Kafka's validateTimestamp reports that one instead).
+        if check_range and timestamp != NO_TIMESTAMP and abs(now - timestamp) > max_diff:
+            bad_timestamp = True
+            found.append(
+                RecordError(
+                    index,
+                    f"Timestamp {timestamp} of message with offset {index} is out of "
+                    f"range. The timestamp should be within [{now - max_diff}, "
+                    f"{now + max_diff}]",
                 )
+            )
         elif claims_log_append_time:
             bad_timestamp = True
             found.append(

@@ -162,6 +162,19 @@ def test_a_producer_may_not_claim_log_append_time(tmp_path):
     assert_untouched(log)
 
 
+@pytest.mark.parametrize("bounded", [False, True])
+def test_a_producer_may_not_claim_log_append_time_on_a_create_time_topic(tmp_path, bounded):
+    """As Kafka's validateTimestamp: refused unless the timestamp is out of range first."""
+    config = {"message_timestamp_difference_max_ms": 3_600_000} if bounded else {}
+    log = open_log(tmp_path / "t-0", **config)
+    batch = build_batch(records(2), timestamp_type=LOG_APPEND_TIME, max_timestamp=NOW)
+    with pytest.raises(errors.InvalidTimestampError) as caught:
+        log.append_as_leader(batch, leader_epoch=0, now_ms=NOW)
+    assert [e.batch_index for e in caught.value.record_errors] == [0, 1]
+    assert "LogAppendTime" in caught.value.record_errors[0].message
+    assert_untouched(log)
+
+
 # Legacy message sets ----------------------------------------------------------------------
 
 
