@@ -1,14 +1,12 @@
-"""The group coordinator: Kafka's classic group protocol over `__consumer_offsets`.
-
-A broker coordinates the groups whose `__consumer_offsets` partition it leads. Gaining a
-partition loads its groups and offsets from the log (requests get COORDINATOR_LOAD_IN_PROGRESS
-meanwhile); losing it drops them (NOT_COORDINATOR). Every change a client must find again
-after a failover (offset commits, group generations and assignments, deletions) is appended
-to the partition before the client hears success.
+"""The group coordinator: Kafka's classic group protocol (JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup, and the checks of the offset and group admin requests).
 
 The rules follow Kafka's GroupCoordinator: who may join, when a rebalance starts and
-completes, which generation and member fencing errors each request gets. Everything runs on
-the event loop; timers are loop timers (heartbeat expiry, join completion, initial delay).
+completes, which generation and member fencing errors each request gets. What must survive
+a failover (generations, assignments, commits, deletions) is written by the
+GroupMetadataManager, which also loads and drops groups as this broker gains and loses
+leadership of `__consumer_offsets` partitions. Everything runs on the event loop; timers are
+loop timers (heartbeat expiry, join completion, initial delay, pending sync).
 """
 
 from __future__ import annotations
@@ -19,18 +17,21 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
-from brokerd.records.batch import SimpleRecord, build_batch
+from brokerd.config import GroupCoordinatorConfig
+from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
 
 from . import offsets_topic
+from .collaborators import TopicView
 from .group import Group, GroupState, JoinResult, Member
-from .offsets_topic import GroupKey, OffsetKey, OffsetValue
-
-if TYPE_CHECKING:
-    from brokerd.server.broker import Broker
+from .metadata_manager import (
+    GroupMetadataManager,
+    OffsetCommit,
+    TopicPartition,
+    now_ms,
+)
+from .offsets_topic import OffsetValue
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,6 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMember
 UNKNOWN_MEMBER_ID = ""
 
 E = ErrorCode
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True)
@@ -52,174 +49,56 @@ class GroupOverview:
 
 
 class GroupCoordinator:
-    def __init__(self, broker: Broker):
-        self.broker = broker
-        config = broker.config
-        self.min_session_timeout_ms = config.get("group.min.session.timeout.ms")
-        self.max_session_timeout_ms = config.get("group.max.session.timeout.ms")
-        self.initial_rebalance_delay_ms = config.get("group.initial.rebalance.delay.ms")
-        self.max_group_size = config.get("group.max.size")
-        self.retention_ms = config.get("offsets.retention.minutes") * 60_000
-        self.retention_check_ms = config.get("offsets.retention.check.interval.ms")
-        self.metadata_max_bytes = config.get("offset.metadata.max.bytes")
-        self.commit_timeout_ms = config.get("offsets.commit.timeout.ms")
-        self.groups: dict[str, Group] = {}
-        self.owned: set[int] = set()  # loaded __consumer_offsets partitions
-        self.loading: set[int] = set()
+    def __init__(self, manager: GroupMetadataManager, config: GroupCoordinatorConfig):
+        self.manager = manager
+        self.config = config
         self.active = False
         self._tasks = BackgroundTasks(log, "group coordinator task failed")
-        self._expiry_task: asyncio.Task | None = None
-        self._topic_lock = asyncio.Lock()
 
     # Lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
         self.active = True
-        self._expiry_task = asyncio.get_running_loop().create_task(self._expire_periodically())
+        self.manager.start()
         # The listeners open before the broker registers, and a controller still counting
         # its previous registration may already have made it a leader: changes before now
         # were not acted on, so load what it leads (later changes at a new epoch are not
         # gains, and would never load it).
-        led = [key for key in self.broker.replicas.leaders if key[0] == offsets_topic.TOPIC]
+        led = [(offsets_topic.TOPIC, p) for p in self.manager.led_partitions()]
         self.on_leadership_change(led, ())
 
     async def shutdown(self) -> None:
         self.active = False
-        if self._expiry_task is not None:
-            self._expiry_task.cancel()
-        for partition in list(self.owned | self.loading):
-            self._unload(partition)
+        self.manager.shutdown(self._on_group_unloaded)
         self._tasks.cancel_all()
 
-    def _spawn(self, coroutine) -> None:
-        self._tasks.spawn(coroutine)
-
     # The offsets topic ----------------------------------------------------------------
-    @property
-    def num_partitions(self) -> int:
-        info = self.broker.metadata.topic(offsets_topic.TOPIC)
-        if info is not None and info.partition_count:
-            return info.partition_count
-        return self.broker.config.get("offsets.topic.num.partitions")
-
     def partition_for(self, group_id: str) -> int:
-        return offsets_topic.partition_for(group_id, self.num_partitions)
+        return self.manager.partition_for(group_id)
 
-    async def ensure_offsets_topic(self):
-        """The topic's metadata, creating it on first use (replication capped at live brokers)."""
-        info = self.broker.metadata.topic(offsets_topic.TOPIC)
-        if info is not None:
-            return info
-        from brokerd.server.topic_admin import create_topic
-
-        config = self.broker.config
-        async with self._topic_lock:
-            info = self.broker.metadata.topic(offsets_topic.TOPIC)
-            if info is not None:
-                return info
-            replication = min(
-                config.get("offsets.topic.replication.factor"),
-                max(len(self.broker.metadata.brokers), 1),
-            )
-            try:
-                _, _, info = await create_topic(
-                    self.broker,
-                    offsets_topic.TOPIC,
-                    config.get("offsets.topic.num.partitions"),
-                    replication,
-                    offsets_topic.topic_configs(config.get("offsets.topic.segment.bytes")),
-                )
-            except KafkaError as exc:
-                if exc.error_code != E.topic_already_exists:
-                    raise
-                info = self.broker.metadata.topic(offsets_topic.TOPIC)
-            return info
+    async def ensure_offsets_topic(self) -> TopicView | None:
+        return await self.manager.ensure_offsets_topic()
 
     def coordinator_for(self, group_id: str) -> int | None:
-        """The broker id leading the group's partition, if the topic and a leader exist."""
-        state = self.broker.metadata.partition_state(
-            offsets_topic.TOPIC, self.partition_for(group_id)
-        )
-        if state is None or state.leader not in self.broker.metadata.brokers:
-            return None
-        return state.leader
+        return self.manager.coordinator_for(group_id)
 
-    # Leadership of offsets partitions: load and unload ------------------------------------
+    # Leadership of offsets partitions ---------------------------------------------------
     def on_leadership_change(self, gained: Iterable[tuple[str, int]], lost: Iterable) -> None:
         for topic, partition in lost:
             if topic == offsets_topic.TOPIC:
-                self._unload(partition)
+                self.manager.remove_groups_for_partition(partition, self._on_group_unloaded)
         for topic, partition in gained:
-            already = partition in self.loading or partition in self.owned
-            if topic == offsets_topic.TOPIC and self.active and not already:
-                self.loading.add(partition)
-                self._spawn(self._load(partition))
+            if topic == offsets_topic.TOPIC and self.active:
+                self.manager.schedule_load(partition, self._on_group_loaded)
 
-    async def _load(self, partition: int) -> None:
-        await self.broker.failure_probes.reached("group_coordinator", "load")
-        leader = self.broker.replicas.leaders.get((offsets_topic.TOPIC, partition))
-        if leader is None:
-            self.loading.discard(partition)
-            return
-        started = time.monotonic()
-        partition_log = leader.log
-        records = await asyncio.to_thread(_read_partition, partition_log)
-        if partition not in self.loading:
-            return  # lost while loading
-        offsets: dict[OffsetKey, OffsetValue | None] = {}
-        groups: dict[str, object] = {}
-        for key, value in records:
-            if isinstance(key, OffsetKey):
-                offsets[key] = value
-            else:
-                groups[key.group] = value
-        now = now_ms()
-        for group_id, value in groups.items():
-            if value is None:
-                continue
-            group = Group.from_record(group_id, value, now)
-            self.groups[group_id] = group
-            for member in group.members.values():
-                self._schedule_heartbeat(group, member)
-        for key, value in offsets.items():
-            if value is None:
-                continue
-            group = self.groups.get(key.group)
-            if group is None:
-                group = self.groups[key.group] = Group(key.group, state_timestamp_ms=now)
-            group.offsets[(key.topic, key.partition)] = value
-        self.loading.discard(partition)
-        self.owned.add(partition)
-        loaded = sum(1 for g in self.groups if self.partition_for(g) == partition)
-        log.log(
-            logging.INFO if loaded else logging.DEBUG,
-            "loaded %d groups of %s-%d in %.0f ms",
-            loaded,
-            offsets_topic.TOPIC,
-            partition,
-            (time.monotonic() - started) * 1000,
-        )
-
-    def _unload(self, partition: int) -> None:
-        self.loading.discard(partition)
-        self.owned.discard(partition)
-        for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
-            group = self.groups.pop(group_id)
-            self._cancel_group_timers(group)
-            for member in group.members.values():
-                member.complete_join(JoinResult(E.not_coordinator, member.member_id))
-                member.complete_sync(E.not_coordinator)
-
-    def _cancel_group_timers(self, group: Group) -> None:
-        if group.join_timer is not None:
-            group.join_timer.cancel()
-            group.join_timer = None
-        self._clear_pending_sync(group)
+    def _on_group_loaded(self, group: Group) -> None:
         for member in group.members.values():
-            if member.heartbeat_timer is not None:
-                member.heartbeat_timer.cancel()
-        for timer in group.pending_timers.values():
-            timer.cancel()
-        group.pending_timers.clear()
+            self._schedule_heartbeat(group, member)
+
+    def _on_group_unloaded(self, group: Group) -> None:
+        # Members parked in JoinGroup/SyncGroup look for the new coordinator.
+        for member in group.members.values():
+            member.complete_join(JoinResult(E.not_coordinator, member.member_id))
+            member.complete_sync(E.not_coordinator)
 
     # Validation -----------------------------------------------------------------------
     def check_group(self, group_id: str | None, allow_empty_id: bool = False) -> int:
@@ -228,70 +107,11 @@ class GroupCoordinator:
             return E.invalid_group_id
         if not self.active:
             return E.coordinator_not_available
-        partition = self.partition_for(group_id)
-        if partition in self.loading:
+        if self.manager.is_group_loading(group_id):
             return E.coordinator_load_in_progress
-        if partition not in self.owned:
+        if not self.manager.is_group_local(group_id):
             return E.not_coordinator
         return E.none
-
-    # Writing to __consumer_offsets ------------------------------------------------------------
-    async def _append(
-        self, group_id: str, records: list[tuple[bytes, bytes | None]], group_write: bool = False
-    ) -> int:
-        """Append records to the group's partition and wait until its ISR has them (acks=all,
-        up to offsets.commit.timeout.ms): a commit acknowledged here survives a coordinator
-        failover. NONE or the error the client gets, mapped as Kafka's GroupMetadataManager
-        does; `group_write` (group metadata rather than offsets) answers a timeout with
-        REBALANCE_IN_PROGRESS so members rejoin."""
-        partition = self.partition_for(group_id)
-        replicas = self.broker.replicas
-        try:
-            leader = replicas.leader(offsets_topic.TOPIC, partition)
-            timestamp = now_ms()
-            batch = build_batch([SimpleRecord(value, key, (), timestamp) for key, value in records])
-            info = replicas.append(leader, bytes(batch), acks=-1)
-            code = await replicas.wait_for_replication(
-                leader, info.last_offset + 1, self.commit_timeout_ms / 1000
-            )
-        except KafkaError as exc:
-            code = error_code_of(exc)
-        except Exception:  # noqa: BLE001 - the client gets UNKNOWN_SERVER_ERROR
-            log.exception("appending to %s-%d failed", offsets_topic.TOPIC, partition)
-            return E.unknown_server_error
-        if code == E.none:
-            return E.none
-        log.info(
-            "write for group %s to %s-%d failed: %s",
-            group_id,
-            offsets_topic.TOPIC,
-            partition,
-            ErrorCode(code).name,
-        )
-        if code in (E.not_leader_or_follower, E.kafka_storage_error):
-            return E.not_coordinator
-        if code in (
-            E.unknown_topic_or_partition,
-            E.not_enough_replicas,
-            E.not_enough_replicas_after_append,
-        ):
-            return E.coordinator_not_available
-        if code == E.request_timed_out:
-            return E.rebalance_in_progress if group_write else E.request_timed_out
-        if code in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
-            return E.unknown_server_error if group_write else E.invalid_commit_offset_size
-        return code
-
-    async def _store_group(self, group: Group, assignments: dict[str, bytes] | None = None):
-        value = group.to_record()
-        if assignments is not None:
-            for member in value.members:
-                member.assignment = assignments.get(member.member_id, b"")
-        return await self._append(
-            group.group_id,
-            [(offsets_topic.group_key(group.group_id), offsets_topic.group_value(value))],
-            group_write=True,
-        )
 
     # Heartbeat timers -----------------------------------------------------------------
     def _schedule_heartbeat(self, group: Group, member: Member, timeout_ms: int | None = None):
@@ -303,7 +123,7 @@ class GroupCoordinator:
         )
 
     def _heartbeat_expired(self, group: Group, member_id: str, scheduled_at: float) -> None:
-        if self.groups.get(group.group_id) is not group or not group.has(member_id):
+        if not self.manager.is_current(group) or not group.has(member_id):
             return
         member = group.get(member_id)
         member.heartbeat_timer = None
@@ -348,13 +168,18 @@ class GroupCoordinator:
         error = self.check_group(group_id)
         if error:
             return JoinResult(error, member_id)
-        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+        config = self.config
+        if not (
+            config.group_min_session_timeout_ms
+            <= session_timeout_ms
+            <= config.group_max_session_timeout_ms
+        ):
             return JoinResult(E.invalid_session_timeout, member_id)
-        group = self.groups.get(group_id)
+        group = self.manager.get_group(group_id)
         if group is None:
             if member_id != UNKNOWN_MEMBER_ID:
                 return JoinResult(E.unknown_member_id, member_id)
-            group = self.groups[group_id] = Group(group_id, state_timestamp_ms=now_ms())
+            group = self.manager.add_group(Group(group_id, state_timestamp_ms=now_ms()))
         if not self._accept_joining_member(group, member_id):
             member = group.members.get(member_id)
             if member is not None:
@@ -384,8 +209,8 @@ class GroupCoordinator:
         if group.is_in(GroupState.PREPARING_REBALANCE):
             return (
                 group.has(member_id) and group.get(member_id).is_awaiting_join
-            ) or group.num_awaiting_join() < self.max_group_size
-        return group.has(member_id) or len(group.members) < self.max_group_size
+            ) or group.num_awaiting_join() < self.config.group_max_size
+        return group.has(member_id) or len(group.members) < self.config.group_max_size
 
     async def _join_new_member(self, group: Group, details, require_known_member_id: bool):
         if group.is_in(GroupState.DEAD):
@@ -426,7 +251,7 @@ class GroupCoordinator:
                 future = self._await_join(member)
                 self._maybe_prepare_rebalance(group, "static member changed protocols")
                 return future
-            error = await self._store_group(
+            error = await self.manager.store_group(
                 group, {m.member_id: m.assignment for m in group.members.values()}
             )
             if error:
@@ -500,9 +325,10 @@ class GroupCoordinator:
         )
 
     def _await_join(self, member: Member) -> asyncio.Future:
-        if not member.is_awaiting_join:  # a duplicate JoinGroup shares the pending answer
-            member.join_future = asyncio.get_running_loop().create_future()
-        return member.join_future
+        future = member.join_future
+        if future is None or future.done():  # a duplicate JoinGroup shares the pending answer
+            future = member.join_future = asyncio.get_running_loop().create_future()
+        return future
 
     def _add_member_and_rebalance(self, group: Group, member_id: str, details) -> asyncio.Future:
         member = Member(
@@ -548,7 +374,7 @@ class GroupCoordinator:
             self._reset_and_propagate_assignment_error(group, E.rebalance_in_progress)
         if group.join_timer is not None:
             group.join_timer.cancel()
-        self._clear_pending_sync(group)
+        group.clear_pending_sync()
         loop = asyncio.get_running_loop()
         initial = group.is_in(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE, now_ms())
@@ -560,7 +386,7 @@ class GroupCoordinator:
         )
         if initial:
             # A new group waits a little so that members starting together join one generation.
-            delay = self.initial_rebalance_delay_ms
+            delay = self.config.group_initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             group.initial_join = True
             group.join_timer = loop.call_later(
@@ -576,12 +402,12 @@ class GroupCoordinator:
         group.join_timer = None
         if group.new_member_added and remaining_ms > 0:
             group.new_member_added = False
-            delay = min(self.initial_rebalance_delay_ms, remaining_ms)
+            delay = min(self.config.group_initial_rebalance_delay_ms, remaining_ms)
             group.join_timer = asyncio.get_running_loop().call_later(
                 delay / 1000,
                 self._initial_join_timer,
                 group,
-                max(remaining_ms - self.initial_rebalance_delay_ms, 0),
+                max(remaining_ms - self.config.group_initial_rebalance_delay_ms, 0),
             )
             return
         self._complete_join(group)
@@ -599,10 +425,7 @@ class GroupCoordinator:
             group.join_timer.cancel()
             group.join_timer = None
         group.initial_join = False
-        if (
-            not group.is_in(GroupState.PREPARING_REBALANCE)
-            or self.groups.get(group.group_id) is not group
-        ):
+        if not group.is_in(GroupState.PREPARING_REBALANCE) or not self.manager.is_current(group):
             return
         for member in group.not_yet_rejoined():
             if not member.is_static:  # static members get their session timeout to return
@@ -617,7 +440,7 @@ class GroupCoordinator:
         group.init_next_generation(now_ms())
         if group.is_in(GroupState.EMPTY):
             log.info("group %s is empty at generation %d", group.group_id, group.generation_id)
-            self._spawn(self._store_group(group, {}))
+            self._tasks.spawn(self.manager.store_group(group, {}))
             return
         log.info(
             "group %s stabilizing generation %d (%s) with %d members",
@@ -637,7 +460,7 @@ class GroupCoordinator:
         """Every member of the new generation owes a SyncGroup; those that still owe it after
         the rebalance timeout are removed, or a member that heartbeats but never syncs would
         hold the group (or its assigned partitions) forever."""
-        self._clear_pending_sync(group)
+        group.clear_pending_sync()
         group.pending_sync = set(group.members)
         group.sync_timer = asyncio.get_running_loop().call_later(
             group.rebalance_timeout_ms() / 1000,
@@ -646,21 +469,15 @@ class GroupCoordinator:
             group.generation_id,
         )
 
-    def _clear_pending_sync(self, group: Group) -> None:
-        group.pending_sync.clear()
-        if group.sync_timer is not None:
-            group.sync_timer.cancel()
-            group.sync_timer = None
-
     def _synced(self, group: Group, member_id: str) -> None:
         group.pending_sync.discard(member_id)
         if not group.pending_sync:
-            self._clear_pending_sync(group)
+            group.clear_pending_sync()
 
     def _pending_sync_expired(self, group: Group, generation_id: int) -> None:
         group.sync_timer = None
         if (
-            self.groups.get(group.group_id) is not group
+            not self.manager.is_current(group)
             or generation_id != group.generation_id
             or not group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
             or not group.pending_sync
@@ -717,7 +534,7 @@ class GroupCoordinator:
             return E.rebalance_in_progress, b"", None
         if error:
             return error, b"", None
-        group = self.groups.get(group_id)
+        group = self.manager.get_group(group_id)
         if group is None:
             return E.unknown_member_id, b"", None
         if group.is_in(GroupState.DEAD):
@@ -742,14 +559,14 @@ class GroupCoordinator:
             self._schedule_heartbeat(group, member)
             return E.none, member.assignment, group
         # CompletingRebalance: wait for the leader's assignment.
-        if not member.is_awaiting_sync:
-            member.sync_future = asyncio.get_running_loop().create_future()
         future = member.sync_future
+        if future is None or future.done():
+            future = member.sync_future = asyncio.get_running_loop().create_future()
         self._synced(group, member_id)
         if group.is_leader(member_id):
             complete = {m: assignments.get(m, b"") for m in group.members}
             generation = group.generation_id
-            error = await self._store_group(group, complete)
+            error = await self.manager.store_group(group, complete)
             if group.is_in(GroupState.COMPLETING_REBALANCE) and generation == group.generation_id:
                 if error:
                     self._reset_and_propagate_assignment_error(group, error)
@@ -777,7 +594,7 @@ class GroupCoordinator:
             return E.none  # as Kafka: answered blindly until the group is loaded
         if error:
             return error
-        group = self.groups.get(group_id)
+        group = self.manager.get_group(group_id)
         if group is None:
             return E.unknown_member_id
         if group.is_in(GroupState.DEAD):
@@ -802,7 +619,7 @@ class GroupCoordinator:
         error = self.check_group(group_id)
         if error:
             return error, []
-        group = self.groups.get(group_id)
+        group = self.manager.get_group(group_id)
         if group is None:
             return E.none, [(m, i, E.unknown_member_id) for m, i in leaving]
         if group.is_in(GroupState.DEAD):
@@ -842,21 +659,21 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         retention_ms: int,
-        offsets: dict[tuple[str, int], tuple[int, int, str | None]],
-    ) -> dict[tuple[str, int], int]:
+        offsets: dict[TopicPartition, OffsetCommit],
+    ) -> dict[TopicPartition, int]:
         """Per partition error for (offset, leader epoch, metadata) commits."""
 
-        def every(code: int) -> dict[tuple[str, int], int]:
+        def every(code: int) -> dict[TopicPartition, int]:
             return dict.fromkeys(offsets, code)
 
         error = self.check_group(group_id, allow_empty_id=True)
         if error:
             return every(error)
-        group = self.groups.get(group_id)
+        group = self.manager.get_group(group_id)
         if group is None:
             if generation_id >= 0:
                 return every(E.illegal_generation)
-            group = self.groups[group_id] = Group(group_id, state_timestamp_ms=now_ms())
+            group = self.manager.add_group(Group(group_id, state_timestamp_ms=now_ms()))
         if group.is_in(GroupState.DEAD):
             return every(E.coordinator_not_available)
         if group.is_static_member_fenced(member_id, group_instance_id):
@@ -869,103 +686,53 @@ class GroupCoordinator:
             if group.is_in(GroupState.COMPLETING_REBALANCE):
                 return every(E.rebalance_in_progress)
             self._schedule_heartbeat(group, group.get(member_id))
-        return await self._store_offsets(group, retention_ms, offsets)
-
-    async def _store_offsets(self, group: Group, retention_ms: int, offsets) -> dict:
-        results: dict[tuple[str, int], int] = {}
-        values: dict[tuple[str, int], OffsetValue] = {}
-        timestamp = now_ms()
-        for (topic, partition), (offset, leader_epoch, metadata) in offsets.items():
-            metadata = metadata or ""
-            if len(metadata.encode("utf-8")) > self.metadata_max_bytes:
-                results[(topic, partition)] = E.offset_metadata_too_large
-                continue
-            values[(topic, partition)] = OffsetValue(
-                offset,
-                metadata,
-                timestamp,
-                leader_epoch if leader_epoch is not None else -1,
-                timestamp + retention_ms if retention_ms >= 0 else -1,
-            )
-        if values:
-            error = await self._append(
-                group.group_id,
-                [
-                    (
-                        offsets_topic.offset_key(group.group_id, topic, partition),
-                        offsets_topic.offset_value(value),
-                    )
-                    for (topic, partition), value in values.items()
-                ],
-            )
-            if not error and self.groups.get(group.group_id) is group:
-                group.offsets.update(values)
-            for key in values:
-                results[key] = error
-        return results
+        return await self.manager.store_offsets(group, retention_ms, offsets)
 
     # OffsetFetch ----------------------------------------------------------------------
     def fetch_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]] | None
-    ) -> tuple[int, dict[tuple[str, int], OffsetValue | None]]:
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> tuple[int, dict[TopicPartition, OffsetValue | None]]:
         error = self.check_group(group_id, allow_empty_id=True)
         if error:
             return error, {}
-        group = self.groups.get(group_id)
-        stored = group.offsets if group is not None else {}
-        if partitions is None:
-            return E.none, dict(stored)
-        return E.none, {tp: stored.get(tp) for tp in partitions}
+        return E.none, self.manager.get_offsets(group_id, partitions)
 
-    # ListGroups / DescribeGroups --------------------------------------------------------------
+    # ListGroups / DescribeGroups ------------------------------------------------------
     def list_groups(self) -> tuple[int, list[GroupOverview]]:
-        error = E.coordinator_load_in_progress if self.loading else E.none
+        error = E.coordinator_load_in_progress if self.manager.is_loading else E.none
         return error, [
             GroupOverview(g.group_id, g.protocol_type or "", g.state.value)
-            for g in self.groups.values()
-            if not g.is_in(GroupState.DEAD) and self.partition_for(g.group_id) in self.owned
+            for g in self.manager.current_groups()
         ]
 
     def describe_group(self, group_id: str) -> tuple[int, Group | None]:
         error = self.check_group(group_id, allow_empty_id=True)
         if error:
             return error, None
-        return E.none, self.groups.get(group_id)
+        return E.none, self.manager.get_group(group_id)
 
-    # DeleteGroups / OffsetDelete ----------------------------------------------------------
+    # DeleteGroups / OffsetDelete ------------------------------------------------------
     async def delete_group(self, group_id: str) -> int:
         error = self.check_group(group_id, allow_empty_id=True)
         if error:
             return error
-        group = self.groups.get(group_id)
+        group = self.manager.get_group(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return E.group_id_not_found
         if not group.is_in(GroupState.EMPTY):
             return E.non_empty_group
-        tombstones = [
-            (offsets_topic.offset_key(group_id, topic, partition), None)
-            for topic, partition in group.offsets
-        ]
-        tombstones.append((offsets_topic.group_key(group_id), None))
-        error = await self._append(group_id, tombstones)
-        if error:
-            return error
-        if self.groups.get(group_id) is group and group.is_in(GroupState.EMPTY):
-            group.transition_to(GroupState.DEAD, now_ms())
-            self._cancel_group_timers(group)
-            del self.groups[group_id]
-        return E.none
+        return await self.manager.delete_group(group)
 
     async def delete_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]]
-    ) -> tuple[int, dict[tuple[str, int], int]]:
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[int, dict[TopicPartition, int]]:
         error = self.check_group(group_id)
         if error:
             return error, {}
-        group = self.groups.get(group_id)
+        group = self.manager.get_group(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return E.group_id_not_found, {}
-        results: dict[tuple[str, int], int] = {}
+        results: dict[TopicPartition, int] = {}
         if group.is_in(GroupState.EMPTY):
             doomed = list(partitions)
         else:
@@ -976,77 +743,12 @@ class GroupCoordinator:
             for tp in partitions:
                 if tp[0] in subscribed:
                     results[tp] = E.group_subscribed_to_topic
-        error = await self._remove_offsets(group, [tp for tp in doomed if tp in group.offsets])
+        error = await self.manager.remove_offsets(
+            group, [tp for tp in doomed if tp in group.offsets]
+        )
         for tp in doomed:
             results[tp] = error
         return E.none, results
-
-    async def _remove_offsets(self, group: Group, doomed: list[tuple[str, int]]) -> int:
-        """Tombstone offsets; an empty group left without offsets dies with them."""
-        records: list[tuple[bytes, bytes | None]] = [
-            (offsets_topic.offset_key(group.group_id, topic, partition), None)
-            for topic, partition in doomed
-        ]
-        dies = group.is_in(GroupState.EMPTY) and not (set(group.offsets) - set(doomed))
-        if dies:
-            records.append((offsets_topic.group_key(group.group_id), None))
-        if not records:
-            return E.none
-        error = await self._append(group.group_id, records)
-        if error:
-            return error
-        for tp in doomed:
-            group.offsets.pop(tp, None)
-        if dies and group.is_in(GroupState.EMPTY) and not group.offsets:
-            group.transition_to(GroupState.DEAD, now_ms())
-            self._cancel_group_timers(group)
-            if self.groups.get(group.group_id) is group:
-                del self.groups[group.group_id]
-        return E.none
-
-    # Offset expiry --------------------------------------------------------------------
-    async def _expire_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(min(self.retention_check_ms, 1 << 31) / 1000)
-            try:
-                await self.expire_offsets()
-            except Exception:
-                log.exception("expiring committed offsets failed")
-
-    async def expire_offsets(self, now: int | None = None) -> int:
-        """Tombstone expired offsets (KIP-211 rules); returns how many expired."""
-        now = now_ms() if now is None else now
-        expired_total = 0
-        for group in list(self.groups.values()):
-            if self.partition_for(group.group_id) not in self.owned:
-                continue
-            expired = self._expired_offsets(group, now)
-            if expired or (group.is_in(GroupState.EMPTY) and not group.offsets):
-                if not await self._remove_offsets(group, expired):
-                    expired_total += len(expired)
-        return expired_total
-
-    def _expired_offsets(self, group: Group, now: int) -> list[tuple[str, int]]:
-        def expired(value: OffsetValue, base: int) -> bool:
-            if value.expire_timestamp >= 0:
-                return now >= value.expire_timestamp
-            return now >= base + self.retention_ms
-
-        if group.protocol_type is None and group.is_in(GroupState.EMPTY):
-            # Offsets-only group: each offset ages from its own commit.
-            return [tp for tp, v in group.offsets.items() if expired(v, v.commit_timestamp)]
-        if group.is_in(GroupState.EMPTY):
-            # A consumer group's offsets age from the moment it became empty.
-            return [tp for tp, v in group.offsets.items() if expired(v, group.state_timestamp_ms)]
-        if group.is_in(GroupState.STABLE):
-            subscribed = group.subscribed_topics()
-            if subscribed is not None:
-                return [
-                    tp
-                    for tp, v in group.offsets.items()
-                    if tp[0] not in subscribed and expired(v, v.commit_timestamp)
-                ]
-        return []
 
 
 @dataclass(frozen=True)
@@ -1059,29 +761,3 @@ class _JoinDetails:
     protocol_type: str
     protocols: list[tuple[str, bytes]]
     supports_skip_assignment: bool
-
-
-def _read_partition(partition_log) -> list[tuple[OffsetKey | GroupKey, object]]:
-    """Every decodable record up to the log end, in log order (off the loop).
-
-    To the LEO, not the HW, as Kafka loads: a new leader's HW trails the old leader's until
-    its followers fetch again, yet everything in its log is kept (followers truncate to
-    it), including commits the old leader acknowledged."""
-    out = []
-    end = partition_log.log_end_offset
-    for entry in partition_log.read_batches(partition_log.log_start_offset, end):
-        if getattr(entry, "is_control", False):
-            continue
-        for record in entry:
-            if record.offset >= end:
-                break
-            try:
-                out.append(offsets_topic.decode_record(record.key, record.value))
-            except offsets_topic.RecordFormatError as exc:
-                log.warning(
-                    "skipping unreadable record at offset %d of %s: %s",
-                    record.offset,
-                    offsets_topic.TOPIC,
-                    exc,
-                )
-    return out

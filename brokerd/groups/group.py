@@ -6,7 +6,8 @@ States and their legal predecessors are Kafka's (GroupMetadata.scala):
     Stable --join/leave/expiry--> PreparingRebalance ...; any state --> Dead (deleted/unloaded)
 
 The coordinator drives the transitions; this module keeps the bookkeeping honest and has no
-I/O. Timers and futures hang off members but are created and cancelled by the coordinator.
+I/O. Timers and futures hang off the group and its members: the coordinator creates them,
+and whoever lets a group go cancels them all (`cancel_timers`).
 """
 
 from __future__ import annotations
@@ -139,6 +140,27 @@ class Group:
 
     def can_rebalance(self) -> bool:
         return self.state in _VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]
+
+    # Timers ---------------------------------------------------------------------------
+    def clear_pending_sync(self) -> None:
+        self.pending_sync.clear()
+        if self.sync_timer is not None:
+            self.sync_timer.cancel()
+            self.sync_timer = None
+
+    def cancel_timers(self) -> None:
+        """Stop every timer of a group this coordinator lets go of (unloaded, deleted,
+        expired), so none fires on a group nobody serves."""
+        if self.join_timer is not None:
+            self.join_timer.cancel()
+            self.join_timer = None
+        self.clear_pending_sync()
+        for member in self.members.values():
+            if member.heartbeat_timer is not None:
+                member.heartbeat_timer.cancel()
+        for timer in self.pending_timers.values():
+            timer.cancel()
+        self.pending_timers.clear()
 
     # Members --------------------------------------------------------------------------
     def has(self, member_id: str) -> bool:

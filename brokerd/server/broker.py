@@ -22,6 +22,7 @@ from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache
 from brokerd.coordination.producer_ids import ProducerIdManager
 from brokerd.groups.coordinator import GroupCoordinator
+from brokerd.groups.metadata_manager import GroupMetadataManager
 from brokerd.log.cleaner_manager import CleanerThread, LogCleanerManager
 from brokerd.log.manager import LogManager
 from brokerd.peer_security import peer_security
@@ -87,7 +88,14 @@ class Broker:
             lambda expand: (self.metrics.isr_expands if expand else self.metrics.isr_shrinks).inc()
         )
         self.dynamic_configs = DynamicBrokerConfigs(self)
-        self.groups = GroupCoordinator(self)
+        group_metadata = GroupMetadataManager(
+            self.replicas,
+            self.metadata,
+            config.groups,
+            create_topic=self.topic_admin.create_topic,
+            probes=self.failure_probes,
+        )
+        self.groups = GroupCoordinator(group_metadata, config.groups)
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
         self.fetch_sessions = FetchSessionCache(
             config.get("max.incremental.fetch.session.cache.slots")

@@ -1,0 +1,445 @@
+"""Groups and committed offsets in `__consumer_offsets`: load, store, expire.
+
+As Kafka's GroupMetadataManager: a broker holds the groups of the `__consumer_offsets`
+partitions it leads. Gaining a partition loads its groups and offsets from the log (the
+coordinator answers COORDINATOR_LOAD_IN_PROGRESS meanwhile); losing it drops them. Every
+change a client must find again after a failover (offset commits, group generations and
+assignments, deletions, expiries) is appended to the partition and replicated to its ISR
+before the caller hears success. The membership protocol is the coordinator's; this class
+knows groups only as records to keep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from brokerd.config import GroupCoordinatorConfig
+from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
+from brokerd.records.batch import SimpleRecord, build_batch
+from brokerd.util.background import BackgroundTasks
+
+from . import offsets_topic
+from .collaborators import (
+    CreateTopic,
+    FailurePoint,
+    OffsetsMetadata,
+    OffsetsReplicas,
+    PartitionLog,
+    TopicView,
+)
+from .group import Group, GroupState
+from .offsets_topic import GroupKey, GroupValue, OffsetKey, OffsetValue
+
+log = logging.getLogger(__name__)
+
+E = ErrorCode
+
+TopicPartition = tuple[str, int]
+# (offset, leader epoch, metadata) as an OffsetCommit request carries them.
+OffsetCommit = tuple[int, int | None, str | None]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupMetadataManager:
+    def __init__(
+        self,
+        replicas: OffsetsReplicas,
+        metadata: OffsetsMetadata,
+        config: GroupCoordinatorConfig,
+        create_topic: CreateTopic,
+        probes: FailurePoint,
+    ):
+        self.replicas = replicas
+        self.metadata = metadata
+        self.config = config
+        self.create_topic = create_topic
+        self.probes = probes
+        self._groups: dict[str, Group] = {}
+        self._owned: set[int] = set()  # loaded __consumer_offsets partitions
+        self._loading: set[int] = set()
+        self._tasks = BackgroundTasks(log, "group metadata task failed")
+        self._expiry_task: asyncio.Task | None = None
+        self._topic_lock = asyncio.Lock()
+
+    # Lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self._expiry_task = asyncio.get_running_loop().create_task(self._expire_periodically())
+
+    def shutdown(self, on_unloaded: Callable[[Group], None]) -> None:
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+        for partition in list(self._owned | self._loading):
+            self.remove_groups_for_partition(partition, on_unloaded)
+        self._tasks.cancel_all()
+
+    # The offsets topic ----------------------------------------------------------------
+    @property
+    def num_partitions(self) -> int:
+        info = self.metadata.topic(offsets_topic.TOPIC)
+        if info is not None and info.partition_count:
+            return info.partition_count
+        return self.config.offsets_topic_num_partitions
+
+    def partition_for(self, group_id: str) -> int:
+        return offsets_topic.partition_for(group_id, self.num_partitions)
+
+    def led_partitions(self) -> list[int]:
+        """The `__consumer_offsets` partitions this broker leads now."""
+        return [p for topic, p in self.replicas.leaders if topic == offsets_topic.TOPIC]
+
+    async def ensure_offsets_topic(self) -> TopicView | None:
+        """The topic's metadata, creating it on first use (replication capped at live brokers)."""
+        info = self.metadata.topic(offsets_topic.TOPIC)
+        if info is not None:
+            return info
+        async with self._topic_lock:
+            info = self.metadata.topic(offsets_topic.TOPIC)
+            if info is not None:
+                return info
+            replication = min(
+                self.config.offsets_topic_replication_factor, max(len(self.metadata.brokers), 1)
+            )
+            try:
+                _, _, info = await self.create_topic(
+                    offsets_topic.TOPIC,
+                    self.config.offsets_topic_num_partitions,
+                    replication,
+                    offsets_topic.topic_configs(self.config.offsets_topic_segment_bytes),
+                )
+            except KafkaError as exc:
+                if exc.error_code != E.topic_already_exists:
+                    raise
+                info = self.metadata.topic(offsets_topic.TOPIC)
+            return info
+
+    def coordinator_for(self, group_id: str) -> int | None:
+        """The broker id leading the group's partition, if the topic and a leader exist."""
+        state = self.metadata.partition_state(offsets_topic.TOPIC, self.partition_for(group_id))
+        if state is None or state.leader not in self.metadata.brokers:
+            return None
+        return state.leader
+
+    # The groups held here -------------------------------------------------------------
+    def is_group_local(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self._owned
+
+    def is_group_loading(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self._loading
+
+    @property
+    def is_loading(self) -> bool:
+        """Some partition's groups are still being read: a listing would be incomplete."""
+        return bool(self._loading)
+
+    def get_group(self, group_id: str) -> Group | None:
+        return self._groups.get(group_id)
+
+    def add_group(self, group: Group) -> Group:
+        """Hold `group`, or the one already held under its id."""
+        return self._groups.setdefault(group.group_id, group)
+
+    def is_current(self, group: Group) -> bool:
+        """Whether `group` is still the one held under its id (not unloaded or deleted):
+        a timer or write that outlived it must not act on it."""
+        return self._groups.get(group.group_id) is group
+
+    def current_groups(self) -> list[Group]:
+        return [
+            g
+            for g in self._groups.values()
+            if not g.is_in(GroupState.DEAD) and self.is_group_local(g.group_id)
+        ]
+
+    # Loading and unloading partitions -------------------------------------------------
+    def schedule_load(self, partition: int, on_loaded: Callable[[Group], None]) -> None:
+        """Read the partition's groups in the background; `on_loaded` gets each group read
+        from a group record (so the coordinator can time its members' sessions)."""
+        if partition in self._loading or partition in self._owned:
+            return
+        self._loading.add(partition)
+        self._tasks.spawn(self._load(partition, on_loaded))
+
+    async def _load(self, partition: int, on_loaded: Callable[[Group], None]) -> None:
+        await self.probes.reached("group_coordinator", "load")
+        leader = self.replicas.leaders.get((offsets_topic.TOPIC, partition))
+        if leader is None:
+            self._loading.discard(partition)
+            return
+        started = time.monotonic()
+        records = await asyncio.to_thread(read_partition, leader.log)
+        if partition not in self._loading:
+            return  # lost while loading
+        # The last record of each key wins; None is a tombstone.
+        offsets: dict[OffsetKey, OffsetValue | None] = {}
+        groups: dict[str, GroupValue | None] = {}
+        for key, value in records:
+            if isinstance(key, OffsetKey):
+                offsets[key] = value if isinstance(value, OffsetValue) else None
+            else:
+                groups[key.group] = value if isinstance(value, GroupValue) else None
+        now = now_ms()
+        for group_id, group_value in groups.items():
+            if group_value is None:
+                continue
+            loaded_group = Group.from_record(group_id, group_value, now)
+            self._groups[group_id] = loaded_group
+            on_loaded(loaded_group)
+        for key, offset in offsets.items():
+            if offset is None:
+                continue
+            group = self._groups.get(key.group)
+            if group is None:
+                group = self._groups[key.group] = Group(key.group, state_timestamp_ms=now)
+            group.offsets[(key.topic, key.partition)] = offset
+        self._loading.discard(partition)
+        self._owned.add(partition)
+        loaded = sum(1 for g in self._groups if self.partition_for(g) == partition)
+        log.log(
+            logging.INFO if loaded else logging.DEBUG,
+            "loaded %d groups of %s-%d in %.0f ms",
+            loaded,
+            offsets_topic.TOPIC,
+            partition,
+            (time.monotonic() - started) * 1000,
+        )
+
+    def remove_groups_for_partition(
+        self, partition: int, on_unloaded: Callable[[Group], None]
+    ) -> None:
+        """Drop the partition's groups (a load under way is abandoned); `on_unloaded` gets
+        each, after its timers are cancelled, to answer the members still waiting."""
+        self._loading.discard(partition)
+        self._owned.discard(partition)
+        for group_id in [g for g in self._groups if self.partition_for(g) == partition]:
+            group = self._groups.pop(group_id)
+            group.cancel_timers()
+            on_unloaded(group)
+
+    # Writing to __consumer_offsets ----------------------------------------------------
+    async def _append(
+        self, group_id: str, records: list[tuple[bytes, bytes | None]], group_write: bool = False
+    ) -> int:
+        """Append records to the group's partition and wait until its ISR has them (acks=all,
+        up to offsets.commit.timeout.ms): a commit acknowledged here survives a coordinator
+        failover. NONE or the error the client gets, mapped as Kafka's GroupMetadataManager
+        does; `group_write` (group metadata rather than offsets) answers a timeout with
+        REBALANCE_IN_PROGRESS so members rejoin."""
+        partition = self.partition_for(group_id)
+        replicas = self.replicas
+        try:
+            leader = replicas.leader(offsets_topic.TOPIC, partition)
+            timestamp = now_ms()
+            batch = build_batch([SimpleRecord(value, key, (), timestamp) for key, value in records])
+            info = replicas.append(leader, bytes(batch), acks=-1)
+            code = await replicas.wait_for_replication(
+                leader, info.last_offset + 1, self.config.offsets_commit_timeout_ms / 1000
+            )
+        except KafkaError as exc:
+            code = error_code_of(exc)
+        except Exception:  # noqa: BLE001 - the client gets UNKNOWN_SERVER_ERROR
+            log.exception("appending to %s-%d failed", offsets_topic.TOPIC, partition)
+            return E.unknown_server_error
+        if code == E.none:
+            return E.none
+        log.info(
+            "write for group %s to %s-%d failed: %s",
+            group_id,
+            offsets_topic.TOPIC,
+            partition,
+            ErrorCode(code).name,
+        )
+        if code in (E.not_leader_or_follower, E.kafka_storage_error):
+            return E.not_coordinator
+        if code in (
+            E.unknown_topic_or_partition,
+            E.not_enough_replicas,
+            E.not_enough_replicas_after_append,
+        ):
+            return E.coordinator_not_available
+        if code == E.request_timed_out:
+            return E.rebalance_in_progress if group_write else E.request_timed_out
+        if code in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+            return E.unknown_server_error if group_write else E.invalid_commit_offset_size
+        return code
+
+    async def store_group(self, group: Group, assignments: Mapping[str, bytes] | None = None):
+        """Persist the group's generation, members and (if given) their assignments."""
+        value = group.to_record()
+        if assignments is not None:
+            for member in value.members:
+                member.assignment = assignments.get(member.member_id, b"")
+        return await self._append(
+            group.group_id,
+            [(offsets_topic.group_key(group.group_id), offsets_topic.group_value(value))],
+            group_write=True,
+        )
+
+    async def store_offsets(
+        self, group: Group, retention_ms: int, offsets: Mapping[TopicPartition, OffsetCommit]
+    ) -> dict[TopicPartition, int]:
+        """Persist commits (metadata longer than offset.metadata.max.bytes is refused per
+        partition); the group sees them once the ISR has them. Per partition error."""
+        results: dict[TopicPartition, int] = {}
+        values: dict[TopicPartition, OffsetValue] = {}
+        timestamp = now_ms()
+        for (topic, partition), (offset, leader_epoch, metadata) in offsets.items():
+            metadata = metadata or ""
+            if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results[(topic, partition)] = E.offset_metadata_too_large
+                continue
+            values[(topic, partition)] = OffsetValue(
+                offset,
+                metadata,
+                timestamp,
+                leader_epoch if leader_epoch is not None else -1,
+                timestamp + retention_ms if retention_ms >= 0 else -1,
+            )
+        if values:
+            error = await self._append(
+                group.group_id,
+                [
+                    (
+                        offsets_topic.offset_key(group.group_id, topic, partition),
+                        offsets_topic.offset_value(value),
+                    )
+                    for (topic, partition), value in values.items()
+                ],
+            )
+            if not error and self.is_current(group):
+                group.offsets.update(values)
+            for key in values:
+                results[key] = error
+        return results
+
+    def get_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetValue | None]:
+        """The group's commits, all of them or for `partitions` (None where none is held)."""
+        group = self._groups.get(group_id)
+        stored = group.offsets if group is not None else {}
+        if partitions is None:
+            return dict(stored)
+        return {tp: stored.get(tp) for tp in partitions}
+
+    # Deleting -------------------------------------------------------------------------
+    async def delete_group(self, group: Group) -> int:
+        """Tombstone an empty group and all its offsets; it is dropped once they are
+        replicated, unless it changed (someone joined) meanwhile."""
+        group_id = group.group_id
+        tombstones: list[tuple[bytes, bytes | None]] = [
+            (offsets_topic.offset_key(group_id, topic, partition), None)
+            for topic, partition in group.offsets
+        ]
+        tombstones.append((offsets_topic.group_key(group_id), None))
+        error = await self._append(group_id, tombstones)
+        if error:
+            return error
+        if self.is_current(group) and group.is_in(GroupState.EMPTY):
+            self._drop(group)
+        return E.none
+
+    async def remove_offsets(self, group: Group, doomed: list[TopicPartition]) -> int:
+        """Tombstone offsets; an empty group left without offsets dies with them."""
+        records: list[tuple[bytes, bytes | None]] = [
+            (offsets_topic.offset_key(group.group_id, topic, partition), None)
+            for topic, partition in doomed
+        ]
+        dies = group.is_in(GroupState.EMPTY) and not (set(group.offsets) - set(doomed))
+        if dies:
+            records.append((offsets_topic.group_key(group.group_id), None))
+        if not records:
+            return E.none
+        error = await self._append(group.group_id, records)
+        if error:
+            return error
+        for tp in doomed:
+            group.offsets.pop(tp, None)
+        if dies and group.is_in(GroupState.EMPTY) and not group.offsets:
+            self._drop(group)
+        return E.none
+
+    def _drop(self, group: Group) -> None:
+        group.transition_to(GroupState.DEAD, now_ms())
+        group.cancel_timers()
+        if self.is_current(group):
+            del self._groups[group.group_id]
+
+    # Offset expiry --------------------------------------------------------------------
+    async def _expire_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(
+                min(self.config.offsets_retention_check_interval_ms, 1 << 31) / 1000
+            )
+            try:
+                await self.expire_offsets()
+            except Exception:
+                log.exception("expiring committed offsets failed")
+
+    async def expire_offsets(self, now: int | None = None) -> int:
+        """Tombstone expired offsets (KIP-211 rules); returns how many expired."""
+        now = now_ms() if now is None else now
+        expired_total = 0
+        for group in list(self._groups.values()):
+            if not self.is_group_local(group.group_id):
+                continue
+            expired = self.expired_offsets(group, now)
+            if expired or (group.is_in(GroupState.EMPTY) and not group.offsets):
+                if not await self.remove_offsets(group, expired):
+                    expired_total += len(expired)
+        return expired_total
+
+    def expired_offsets(self, group: Group, now: int) -> list[TopicPartition]:
+        def expired(value: OffsetValue, base: int) -> bool:
+            if value.expire_timestamp >= 0:
+                return now >= value.expire_timestamp
+            return now >= base + self.config.offsets_retention_ms
+
+        if group.protocol_type is None and group.is_in(GroupState.EMPTY):
+            # Offsets-only group: each offset ages from its own commit.
+            return [tp for tp, v in group.offsets.items() if expired(v, v.commit_timestamp)]
+        if group.is_in(GroupState.EMPTY):
+            # A consumer group's offsets age from the moment it became empty.
+            return [tp for tp, v in group.offsets.items() if expired(v, group.state_timestamp_ms)]
+        if group.is_in(GroupState.STABLE):
+            subscribed = group.subscribed_topics()
+            if subscribed is not None:
+                return [
+                    tp
+                    for tp, v in group.offsets.items()
+                    if tp[0] not in subscribed and expired(v, v.commit_timestamp)
+                ]
+        return []
+
+
+def read_partition(
+    partition_log: PartitionLog,
+) -> list[tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]]:
+    """Every decodable record up to the log end, in log order (off the loop).
+
+    To the LEO, not the HW, as Kafka loads: a new leader's HW trails the old leader's until
+    its followers fetch again, yet everything in its log is kept (followers truncate to
+    it), including commits the old leader acknowledged."""
+    out = []
+    end = partition_log.log_end_offset
+    for entry in partition_log.read_batches(partition_log.log_start_offset, end):
+        if getattr(entry, "is_control", False):
+            continue
+        for record in entry:
+            if record.offset >= end:
+                break
+            try:
+                out.append(offsets_topic.decode_record(record.key, record.value))
+            except offsets_topic.RecordFormatError as exc:
+                log.warning(
+                    "skipping unreadable record at offset %d of %s: %s",
+                    record.offset,
+                    offsets_topic.TOPIC,
+                    exc,
+                )
+    return out
