@@ -1,0 +1,178 @@
+"""ReplicaManager built on its own: a real LogManager in a temporary directory, a real
+ZooKeeper (the session's, one chroot per test) behind the metadata cache, and the
+controller's requests called directly."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+
+import pytest
+
+from brokerd.client.connection import PLAINTEXT
+from brokerd.config import BrokerConfig, LogConfig
+from brokerd.coordination import zk_data
+from brokerd.coordination.metadata import MetadataCache
+from brokerd.coordination.zk_client import ZkClient
+from brokerd.coordination.zk_data import PartitionState
+from brokerd.log.manager import LogManager
+from brokerd.protocol.errors import ErrorCode, KafkaError
+from brokerd.records.batch import SimpleRecord, build_batch
+from brokerd.replication.replica_manager import ReplicaManager
+from brokerd.util.background import BackgroundTasks
+
+LOCAL, PEER = 1, 2
+CONTROLLER_EPOCH = 3
+_chroots = itertools.count(1)
+
+
+class Setup:
+    def __init__(self, zk: ZkClient, metadata: MetadataCache, tmp_path):
+        self.zk = zk
+        self.metadata = metadata
+        # No delay before a deleted partition's directory goes.
+        self.log_config = LogConfig(file_delete_delay_ms=0)
+        self.log_manager = LogManager([tmp_path / "logs"], self.log_config)
+        self.background = BackgroundTasks(logging.getLogger(__name__), "test task failed")
+        self.isr_changes: list[bool] = []
+        config = BrokerConfig(
+            {
+                "broker.id": str(LOCAL),
+                "zookeeper.connect": "127.0.0.1:2181",
+                "log.dirs": str(tmp_path / "logs"),
+                "replica.lag.time.max.ms": "200",
+            }
+        )
+        self.replicas = ReplicaManager(
+            LOCAL,
+            self.log_manager,
+            metadata,
+            zk,
+            config.replication,
+            inter_broker_listener_name="PLAINTEXT",
+            retention_check_interval_ms=300000,
+            offset_checkpoint_interval_ms=60000,
+            topic_log_config=lambda topic: self.log_config,
+            default_log_config=lambda: self.log_config,
+            security_for=lambda endpoint: PLAINTEXT,
+            spawn=self.background.spawn,
+        )
+        self.replicas.isr_change_listeners.append(self.isr_changes.append)
+
+    async def create_topic(self, name: str, replicas: list[int], isr: list[int]) -> PartitionState:
+        await self.zk.create_json(
+            zk_data.topic_path(name),
+            zk_data.topic_assignment(zk_data.new_kafka_uuid(), {0: replicas}),
+        )
+        state = PartitionState(replicas[0], 0, isr, CONTROLLER_EPOCH)
+        await self.zk.create_json(zk_data.partition_state_path(name, 0), state.to_json())
+        state.zk_version = 0
+        await self.metadata.refresh_topic(name)
+        return state
+
+    async def become(self, name: str, state: PartitionState, replicas: list[int], epoch=None):
+        return await self.replicas.become_leader_or_follower(
+            0, CONTROLLER_EPOCH if epoch is None else epoch, [(name, 0, state, replicas)]
+        )
+
+
+@pytest.fixture
+async def setup(zookeeper, tmp_path):
+    zk = ZkClient(zookeeper.connect, f"/replica-manager-{next(_chroots)}", 6000, 10000)
+    await zk.start()
+    metadata = MetadataCache(zk)
+    await metadata.load()
+    made = Setup(zk, metadata, tmp_path)
+    await asyncio.to_thread(made.log_manager.startup)
+    await made.replicas.start()
+    yield made
+    await made.replicas.shutdown()
+    made.background.cancel_all()
+    await asyncio.to_thread(made.log_manager.shutdown)
+    await zk.stop()
+
+
+def _batch(value: bytes) -> bytes:
+    return bytes(build_batch([SimpleRecord(value, None, (), 0)]))
+
+
+async def test_leading_makes_the_log_and_takes_appends(setup):
+    state = await setup.create_topic("t", [LOCAL], [LOCAL])
+    assert await setup.become("t", state, [LOCAL]) == {("t", 0): ErrorCode.none}
+
+    partition = setup.replicas.leader("t", 0)
+    assert setup.replicas.local_log("t", 0) is partition.log
+    assert partition.log.dir.parent == setup.log_manager.log_dirs[0]
+    info = setup.replicas.append(partition, _batch(b"v"), acks=-1)
+    assert (info.first_offset, partition.log.high_watermark) == (0, 1)  # ISR is just us
+    # An older controller is refused; the same epoch is answered NONE again.
+    with pytest.raises(KafkaError) as refused:
+        await setup.become("t", state, [LOCAL], epoch=CONTROLLER_EPOCH - 1)
+    assert refused.value.error_code == ErrorCode.stale_controller_epoch
+    assert await setup.become("t", state, [LOCAL]) == {("t", 0): ErrorCode.none}
+
+
+async def test_no_log_is_made_for_a_topic_zookeeper_does_not_hold(setup):
+    state = PartitionState(LOCAL, 0, [LOCAL], CONTROLLER_EPOCH)
+    result = await setup.become("gone", state, [LOCAL])
+    assert result == {("gone", 0): ErrorCode.unknown_topic_or_partition}
+    assert setup.replicas.local_log("gone", 0) is None
+    assert not any(setup.log_manager.log_dirs[0].glob("gone-*"))
+
+
+async def test_a_follower_is_fetched_for_until_it_leads(setup):
+    state = await setup.create_topic("f", [PEER, LOCAL], [PEER, LOCAL])
+    assert await setup.become("f", state, [PEER, LOCAL]) == {("f", 0): ErrorCode.none}
+    assert ("f", 0) in setup.replicas.fetchers.fetchers[PEER].partitions
+    with pytest.raises(KafkaError) as refused:
+        setup.replicas.leader("f", 0)
+    assert refused.value.error_code == ErrorCode.not_leader_or_follower
+
+    promoted = PartitionState(LOCAL, 1, [LOCAL, PEER], CONTROLLER_EPOCH, zk_version=1)
+    assert await setup.become("f", promoted, [PEER, LOCAL]) == {("f", 0): ErrorCode.none}
+    assert ("f", 0) not in setup.replicas.fetchers.fetchers[PEER].partitions
+    assert setup.replicas.leader("f", 0).leader_epoch == 1
+
+
+async def test_stop_replica_with_delete_removes_the_directory(setup):
+    state = await setup.create_topic("d", [LOCAL], [LOCAL])
+    await setup.become("d", state, [LOCAL])
+    directory = setup.replicas.local_log("d", 0).dir
+    await setup.replicas.stop_replicas(CONTROLLER_EPOCH, [("d", 0, True)])
+    assert setup.replicas.local_log("d", 0) is None
+    assert not directory.exists()  # renamed at once
+    log_dir = setup.log_manager.log_dirs[0]
+    for _ in range(500):  # removed in the background after file.delete.delay.ms (0)
+        if not any(log_dir.glob("d-0*")):
+            break
+        await asyncio.sleep(0.01)
+    assert not any(log_dir.glob("d-0*"))
+
+
+async def test_a_lagging_follower_leaves_the_isr_in_zookeeper(setup):
+    state = await setup.create_topic("i", [LOCAL, PEER], [LOCAL, PEER])
+    await setup.become("i", state, [LOCAL, PEER])
+    path = zk_data.partition_state_path("i", 0)
+    # The follower never fetches: after replica.lag.time.max.ms the leader writes the ISR
+    # without it, conditionally on the state znode's version, and tells the controller.
+    for _ in range(1000):
+        found = await setup.zk.get_json(path)
+        if found[0]["isr"] == [LOCAL]:
+            break
+        await asyncio.sleep(0.01)
+    assert found[0]["isr"] == [LOCAL] and found[1] == 1
+    assert setup.replicas.leader("i", 0).isr == [LOCAL]
+    assert setup.isr_changes == [False]
+    assert setup.metadata.topic("i").states[0].isr == [LOCAL]
+    assert await setup.zk.children(zk_data.ISR_CHANGE_NOTIFICATION)
+
+
+async def test_the_cached_state_only_moves_forward(setup):
+    await setup.create_topic("c", [LOCAL], [LOCAL])
+    newer = PartitionState(LOCAL, 2, [LOCAL], CONTROLLER_EPOCH, zk_version=4)
+    setup.replicas.cache_partition_state("c", 0, newer)
+    setup.replicas.cache_partition_state("c", 0, PartitionState(PEER, 1, [PEER], 1, 9))
+    assert setup.metadata.topic("c").states[0] is newer
+    setup.replicas.cache_partition_state("unknown", 0, newer)  # no topic, nothing cached
+    assert setup.metadata.topic("unknown") is None
