@@ -20,6 +20,7 @@ from typing import TextIO
 
 from brokerd.client.errors import KafkaClientError
 from brokerd.client.results import AdminError
+from brokerd.client.sync import SyncClient
 
 MISSING = "-"
 INACTIVE_STATES = ("Empty", "Dead")
@@ -49,8 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    from brokerd.client.sync import SyncClient
-
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         tool = GroupsTool(client, out, err)
         if args.list:
-            return tool.list()
+            return tool.list_groups()
         groups = _groups(args, client)
         if not groups:
             print("Error: --group or --all-groups is required", file=err)
@@ -101,7 +100,7 @@ class GroupsTool:
             raise
 
     # --list ------------------------------------------------------------------------------
-    def list(self) -> int:
+    def list_groups(self) -> int:
         for listing in self.admin.list_groups():
             print(listing.group_id, file=self.out)
         return 0

@@ -206,12 +206,16 @@ class _Reader:
             return self.uvarint() - 1
         return self.int32() if wide else self.int16()
 
-    def string(self, nullable: bool = False) -> str | None:
+    def string(self) -> str:
+        value = self.nullable_string()
+        if value is None:
+            raise RecordFormatError("null in a non-nullable string")
+        return value
+
+    def nullable_string(self) -> str | None:
         size = self._length(False)
         if size < 0:
-            if nullable:
-                return None
-            raise RecordFormatError("null in a non-nullable string")
+            return None
         return bytes(self._take(size)).decode("utf-8")
 
     def bytes_(self) -> bytes:
@@ -262,14 +266,14 @@ def decode_group_value(data: bytes) -> GroupValue:
     value = GroupValue(
         protocol_type=reader.string(),
         generation=reader.int32(),
-        protocol=reader.string(nullable=True),
-        leader=reader.string(nullable=True),
+        protocol=reader.nullable_string(),
+        leader=reader.nullable_string(),
     )
     if version >= 2:
         value.current_state_timestamp = reader.int64()
     for _ in range(max(reader.array_length(), 0)):
         member_id = reader.string()
-        instance_id = reader.string(nullable=True) if version >= 3 else None
+        instance_id = reader.nullable_string() if version >= 3 else None
         client_id = reader.string()
         client_host = reader.string()
         rebalance_timeout = reader.int32() if version >= 1 else -1
@@ -314,7 +318,7 @@ def describe_record(key: bytes | None, value: bytes | None) -> str:
     decoded_key, decoded_value = decode_record(key, value)
     if isinstance(decoded_key, OffsetKey):
         left = f"[{decoded_key.group},{decoded_key.topic},{decoded_key.partition}]"
-        if decoded_value is None:
+        if not isinstance(decoded_value, OffsetValue):
             return f"{left}::NULL"
         epoch = decoded_value.leader_epoch
         expire = decoded_value.expire_timestamp
@@ -325,7 +329,7 @@ def describe_record(key: bytes | None, value: bytes | None) -> str:
             f"commitTimestamp={decoded_value.commit_timestamp}, "
             f"expireTimestamp={expire if expire >= 0 else 'None'})"
         )
-    if decoded_value is None:
+    if not isinstance(decoded_value, GroupValue):
         return f"{decoded_key.group}::NULL"
     members = ",".join(
         f"{m.member_id}={m.client_id}@{m.client_host}" for m in decoded_value.members
