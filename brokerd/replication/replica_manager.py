@@ -270,6 +270,17 @@ class ReplicaManager:
         was_leader = current.is_leader
         if state.leader == self.local_id:
             await self.fetchers.remove_partition(key)
+            if key not in self.leaders and state.leader_epoch >= 0:
+                # The new epoch's start goes to the fsynced leader-epoch checkpoint. Off the
+                # loop while nothing can append: no fetcher writes the log any more and no
+                # client can, as this broker does not lead it yet; make_leader then finds
+                # the epoch recorded. (A leader's own epoch bump still writes it inline.)
+                epoch_log = current.log
+                await asyncio.to_thread(
+                    epoch_log.leader_epoch_cache.assign,
+                    state.leader_epoch,
+                    epoch_log.log_end_offset,
+                )
             current.make_leader(
                 state.leader_epoch, state.isr, replicas, state.zk_version, state.controller_epoch
             )
