@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from brokerd.util.background import BackgroundTasks
 from . import offsets_topic
 from .collaborators import TopicView
 from .group import Group, GroupState, JoinResult, Member
+from .heartbeats import NEW_MEMBER_JOIN_TIMEOUT_MS, HeartbeatTimers
 from .metadata_manager import (
     GroupMetadataManager,
     OffsetCommit,
@@ -35,7 +35,6 @@ from .offsets_topic import OffsetValue
 
 log = logging.getLogger(__name__)
 
-NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
 UNKNOWN_MEMBER_ID = ""
 
 E = ErrorCode
@@ -54,6 +53,11 @@ class GroupCoordinator:
         self.config = config
         self.active = False
         self._tasks = BackgroundTasks(log, "group coordinator task failed")
+        self.heartbeats = HeartbeatTimers(
+            manager.is_current,
+            on_member_expired=self._remove_member_and_update_group,
+            on_pending_member_expired=self._remove_pending_member,
+        )
 
     # Lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -92,7 +96,7 @@ class GroupCoordinator:
 
     def _on_group_loaded(self, group: Group) -> None:
         for member in group.members.values():
-            self._schedule_heartbeat(group, member)
+            self.heartbeats.schedule(group, member)
 
     def _on_group_unloaded(self, group: Group) -> None:
         # Members parked in JoinGroup/SyncGroup look for the new coordinator.
@@ -112,43 +116,6 @@ class GroupCoordinator:
         if not self.manager.is_group_local(group_id):
             return E.not_coordinator
         return E.none
-
-    # Heartbeat timers -----------------------------------------------------------------
-    def _schedule_heartbeat(self, group: Group, member: Member, timeout_ms: int | None = None):
-        if member.heartbeat_timer is not None:
-            member.heartbeat_timer.cancel()
-        delay = (member.session_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-        member.heartbeat_timer = asyncio.get_running_loop().call_later(
-            delay, self._heartbeat_expired, group, member.member_id, time.monotonic()
-        )
-
-    def _heartbeat_expired(self, group: Group, member_id: str, scheduled_at: float) -> None:
-        if not self.manager.is_current(group) or not group.has(member_id):
-            return
-        member = group.get(member_id)
-        member.heartbeat_timer = None
-        new_and_stuck = (
-            member.is_new and (time.monotonic() - scheduled_at) * 1000 >= NEW_MEMBER_JOIN_TIMEOUT_MS
-        )
-        if (member.is_awaiting_join or member.is_awaiting_sync) and not new_and_stuck:
-            self._schedule_heartbeat(group, member)  # waiting on us is not being dead
-            return
-        log.info(
-            "member %s of group %s failed to heartbeat; removing it", member_id, group.group_id
-        )
-        self._remove_member_and_update_group(group, member)
-
-    def _schedule_pending_expiry(self, group: Group, member_id: str, timeout_ms: int) -> None:
-        group.pending_timers[member_id] = asyncio.get_running_loop().call_later(
-            timeout_ms / 1000, self._pending_expired, group, member_id
-        )
-
-    def _pending_expired(self, group: Group, member_id: str) -> None:
-        group.pending_timers.pop(member_id, None)
-        if member_id in group.pending_members:
-            group.pending_members.discard(member_id)
-            if group.is_in(GroupState.PREPARING_REBALANCE):
-                self._maybe_complete_join(group)
 
     # JoinGroup ------------------------------------------------------------------------
     async def join_group(
@@ -224,7 +191,7 @@ class GroupCoordinator:
         if require_known_member_id:
             # KIP-394: hand out the id first, so a client that times out can rejoin as itself.
             group.pending_members.add(new_member_id)
-            self._schedule_pending_expiry(group, new_member_id, details.session_timeout_ms)
+            self.heartbeats.schedule_pending(group, new_member_id, details.session_timeout_ms)
             return JoinResult(E.member_id_required, new_member_id)
         return self._add_member_and_rebalance(group, new_member_id, details)
 
@@ -245,7 +212,7 @@ class GroupCoordinator:
         member.session_timeout_ms = details.session_timeout_ms
         member.client_id = details.client_id
         member.client_host = details.client_host
-        self._schedule_heartbeat(group, member)
+        self.heartbeats.schedule(group, member)
         if group.is_in(GroupState.STABLE):
             if group.select_protocol() != group.protocol_name:
                 future = self._await_join(member)
@@ -284,9 +251,7 @@ class GroupCoordinator:
         if not group.supports_protocols(details.protocol_type, details.protocols):
             return JoinResult(E.inconsistent_group_protocol, member_id)
         if member_id in group.pending_members:
-            timer = group.pending_timers.pop(member_id, None)
-            if timer is not None:
-                timer.cancel()
+            self.heartbeats.cancel_pending(group, member_id)
             return self._add_member_and_rebalance(group, member_id, details)
         if group.is_static_member_fenced(member_id, details.group_instance_id):
             return JoinResult(E.fenced_instance_id, member_id)
@@ -346,7 +311,7 @@ class GroupCoordinator:
         if group.is_in(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
             group.new_member_added = True
         group.add(member)
-        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self.heartbeats.schedule(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
         if group.is_in(GroupState.PREPARING_REBALANCE):
             self._maybe_complete_join(group)
@@ -429,7 +394,7 @@ class GroupCoordinator:
             return
         for member in group.not_yet_rejoined():
             if not member.is_static:  # static members get their session timeout to return
-                self._cancel_heartbeat(member)
+                self.heartbeats.cancel(member)
                 group.remove(member.member_id)
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Nobody rejoined: wait until session timeouts clear the silent members.
@@ -451,7 +416,7 @@ class GroupCoordinator:
         )
         for member in group.members.values():
             member.complete_join(self._current_generation(group, member.member_id))
-            self._schedule_heartbeat(group, member)
+            self.heartbeats.schedule(group, member)
             member.is_new = False
         self._schedule_pending_sync(group)
 
@@ -486,7 +451,7 @@ class GroupCoordinator:
         missing = sorted(group.pending_sync)
         for member_id in missing:
             if group.has(member_id):
-                self._cancel_heartbeat(group.get(member_id))
+                self.heartbeats.cancel(group.get(member_id))
                 group.remove(member_id)
         log.info(
             "group %s removed members that did not sync generation %d: %s",
@@ -501,13 +466,15 @@ class GroupCoordinator:
             member.assignment = b""
             member.complete_sync(error)
 
-    def _cancel_heartbeat(self, member: Member) -> None:
-        if member.heartbeat_timer is not None:
-            member.heartbeat_timer.cancel()
-            member.heartbeat_timer = None
+    def _remove_pending_member(self, group: Group, member_id: str) -> None:
+        """A member id handed out with MEMBER_ID_REQUIRED is no longer waited for."""
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            if group.is_in(GroupState.PREPARING_REBALANCE):
+                self._maybe_complete_join(group)
 
     def _remove_member_and_update_group(self, group: Group, member: Member) -> None:
-        self._cancel_heartbeat(member)
+        self.heartbeats.cancel(member)
         member.complete_join(JoinResult(E.unknown_member_id, member.member_id))
         member.complete_sync(E.unknown_member_id)
         group.remove(member.member_id)
@@ -556,7 +523,7 @@ class GroupCoordinator:
             return E.rebalance_in_progress, b"", group
         if group.is_in(GroupState.STABLE):
             self._synced(group, member_id)
-            self._schedule_heartbeat(group, member)
+            self.heartbeats.schedule(group, member)
             return E.none, member.assignment, group
         # CompletingRebalance: wait for the leader's assignment.
         future = member.sync_future
@@ -575,7 +542,7 @@ class GroupCoordinator:
                     for other in group.members.values():
                         other.assignment = complete[other.member_id]
                         other.complete_sync(E.none, other.assignment)
-                        self._schedule_heartbeat(group, other)
+                        self.heartbeats.schedule(group, other)
                     group.transition_to(GroupState.STABLE, now_ms())
                     log.info(
                         "group %s is stable at generation %d",
@@ -607,7 +574,7 @@ class GroupCoordinator:
             return E.illegal_generation
         if group.is_in(GroupState.EMPTY):
             return E.unknown_member_id
-        self._schedule_heartbeat(group, group.get(member_id))
+        self.heartbeats.schedule(group, group.get(member_id))
         if group.is_in(GroupState.PREPARING_REBALANCE):
             return E.rebalance_in_progress
         return E.none
@@ -639,12 +606,8 @@ class GroupCoordinator:
             self._remove_member_and_update_group(group, group.get(registered))
             return E.none
         if member_id in group.pending_members:
-            timer = group.pending_timers.pop(member_id, None)
-            if timer is not None:
-                timer.cancel()
-            group.pending_members.discard(member_id)
-            if group.is_in(GroupState.PREPARING_REBALANCE):
-                self._maybe_complete_join(group)
+            self.heartbeats.cancel_pending(group, member_id)
+            self._remove_pending_member(group, member_id)
             return E.none
         if not group.has(member_id):
             return E.unknown_member_id
@@ -685,7 +648,7 @@ class GroupCoordinator:
                 return every(E.illegal_generation)
             if group.is_in(GroupState.COMPLETING_REBALANCE):
                 return every(E.rebalance_in_progress)
-            self._schedule_heartbeat(group, group.get(member_id))
+            self.heartbeats.schedule(group, group.get(member_id))
         return await self.manager.store_offsets(group, retention_ms, offsets)
 
     # OffsetFetch ----------------------------------------------------------------------

@@ -246,3 +246,13 @@ async def test_shutdown_answers_parked_joins_and_refuses_later_requests(make):
     await coordinator.shutdown()
     assert (await asyncio.wait_for(parked, WAIT)).error == E.not_coordinator
     assert coordinator.check_group("g") == E.coordinator_not_available
+
+
+async def test_a_member_id_handed_out_lapses_unless_used_within_the_session(make):
+    coordinator = await make()
+    first = await join(coordinator, require_known_member_id=True, session_ms=50)
+    assert first.error == E.member_id_required
+    group = coordinator.describe_group("g")[1]
+    await until(lambda: first.member_id not in group.pending_members)
+    late = await join(coordinator, first.member_id, require_known_member_id=True)
+    assert late.error == E.unknown_member_id
