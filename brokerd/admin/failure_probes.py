@@ -14,7 +14,7 @@ from .server import SERVER_KEY, ApiError
 
 
 def _probes(request: web.Request):
-    return request.app[SERVER_KEY].broker.failure_probes
+    return request.app[SERVER_KEY].ctx.failure_probes
 
 
 async def get_failure_probes(request: web.Request) -> web.Response:

@@ -10,20 +10,14 @@ that mirror state (partition offsets and sizes, purgatory, cleaner) are computed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
 from brokerd.protocol.framing import Request
-
-from . import state
-
-if TYPE_CHECKING:
-    from brokerd.server.broker import Broker
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST  # text/plain; version=0.0.4
 
@@ -49,7 +43,7 @@ LATENCY_BUCKETS = (
 
 
 class BrokerMetrics:
-    """Event counters, plus a collector of state gauges once a broker is attached."""
+    """Event counters, plus the collectors of state gauges added by the broker."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -102,8 +96,9 @@ class BrokerMetrics:
         # Labelled children per API, looked up once: these hooks run on every request.
         self._per_api: dict[int, _ApiSeries] = {}
 
-    def attach(self, broker: Broker) -> None:
-        self.registry.register(BrokerStateCollector(broker))
+    def add_collector(self, collector: Collector) -> None:
+        """Series computed at scrape time (admin/state_metrics.py: the broker's state)."""
+        self.registry.register(collector)
 
     def _series(self, request: Request) -> _ApiSeries:
         found = self._per_api.get(request.api_key)
@@ -141,110 +136,3 @@ class _ApiSeries:
     latency: Any
     bytes_in: Any
     bytes_out: Any
-
-
-class BrokerStateCollector:
-    """Gauges computed from the broker at scrape time."""
-
-    def __init__(self, broker: Broker):
-        self.broker = broker
-
-    def describe(self) -> list[Metric]:
-        return []  # series depend on live state; nothing to check at registration
-
-    def collect(self) -> Iterator[Metric]:
-        broker = self.broker
-        views = state.partition_views(broker)
-        labels = ["topic", "partition"]
-        families = {
-            "log_end_offset": GaugeMetricFamily(
-                "brokerd_partition_log_end_offset",
-                "Log end offset (LEO) of a local log",
-                labels=labels,
-            ),
-            "high_watermark": GaugeMetricFamily(
-                "brokerd_partition_high_watermark", "High watermark of a local log", labels=labels
-            ),
-            "log_start_offset": GaugeMetricFamily(
-                "brokerd_partition_log_start_offset",
-                "Log start offset of a local log",
-                labels=labels,
-            ),
-            "size_bytes": GaugeMetricFamily(
-                "brokerd_partition_size_bytes", "Bytes in a local log's segments", labels=labels
-            ),
-            "segment_count": GaugeMetricFamily(
-                "brokerd_partition_segments", "Segments of a local log", labels=labels
-            ),
-        }
-        under_replicated = 0
-        leaders = 0
-        for view in views:
-            if view["status"] != "online":
-                continue
-            key = [view["topic"], str(view["partition"])]
-            for field, family in families.items():
-                family.add_metric(key, view[field])
-            if view["is_leader"]:
-                leaders += 1
-                if view["under_replicated"]:
-                    under_replicated += 1
-        yield from families.values()
-        yield _gauge(
-            "brokerd_under_replicated_partitions",
-            "Led partitions whose ISR is smaller than their replica set",
-            under_replicated,
-        )
-        yield _gauge(
-            "brokerd_offline_partitions",
-            "Local partitions whose log could not be loaded (storage errors)",
-            state.offline_count(broker),
-        )
-        yield _gauge("brokerd_leader_partitions", "Partitions this broker leads", leaders)
-        yield _gauge(
-            "brokerd_fetch_purgatory_size",
-            "Fetch requests parked waiting for data (long polls)",
-            state.fetch_purgatory_size(broker),
-        )
-        yield _gauge(
-            "brokerd_controller_active",
-            "1 when this broker is the active controller",
-            1 if broker.controller.is_active else 0,
-        )
-        yield CounterMetricFamily(
-            "brokerd_zookeeper_reads",
-            "ZooKeeper reads (get, children, exists) this broker has sent",
-            value=broker.zk.reads,
-        )
-        yield from _cleaner_metrics(broker)
-
-
-def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, documentation, value=value)
-
-
-def _cleaner_metrics(broker: Broker) -> Iterator[Metric]:
-    cleaner = broker.cleaner
-    thread = state.cleaner_thread(broker)
-    passes = CounterMetricFamily(
-        "brokerd_log_cleaner_passes", "Iterations of the log cleaner thread"
-    )
-    passes.add_metric([], thread.passes if thread is not None else 0)
-    yield passes
-    errors = CounterMetricFamily(
-        "brokerd_log_cleaner_errors", "Log cleaner passes that failed with an error"
-    )
-    errors.add_metric([], thread.errors if thread is not None else 0)
-    yield errors
-    last_run = cleaner.last_run_ms if cleaner is not None else None
-    yield _gauge(
-        "brokerd_log_cleaner_last_run_timestamp_seconds",
-        "When the log cleaner last compacted a log (0: never)",
-        (last_run or 0) / 1000,
-    )
-    ratios = [s.dirty_ratio for s in dict(cleaner.dirty_stats).values()] if cleaner else []
-    yield _gauge(
-        "brokerd_log_cleaner_max_dirty_ratio",
-        "Highest dirty ratio among compacted logs at the cleaner's last look",
-        max(ratios, default=0.0),
-    )

@@ -13,32 +13,11 @@ from typing import Any
 from aiohttp import web
 
 from . import failure_probes, metrics, segments, state
-from .server import MAX_BODY_BYTES, SERVER_KEY, AdminServer, ApiError, handle_errors
+from .context import AdminContext
+from .server import SERVER_KEY, AdminServer, ApiError
 
 VERSION = "0.1.0"
 API_PREFIX = "/v1"
-
-
-def build_app(server: AdminServer) -> web.Application:
-    app = web.Application(middlewares=[handle_errors], client_max_size=MAX_BODY_BYTES)
-    app[SERVER_KEY] = server
-    app.add_routes(
-        [
-            web.get("/metrics", get_metrics),
-            web.get("/v1/health", get_health),
-            web.get("/v1/brokers", get_brokers),
-            web.get("/v1/partitions", get_partitions),
-            web.get("/v1/partitions/{topic}", get_topic_partitions),
-            web.get("/v1/partitions/{topic}/{partition}", get_partition),
-            web.get("/v1/partitions/{topic}/{partition}/segments", get_segments),
-            web.get("/v1/cleaner", get_cleaner),
-            web.get("/v1/cleaner/{topic}/{partition}", get_cleaner_partition),
-            web.post("/v1/maintenance/retention", post_retention),
-            web.post("/v1/maintenance/compaction", post_compaction),
-            *failure_probes.ROUTES,
-        ]
-    )
-    return app
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
@@ -51,15 +30,15 @@ def _server(request: web.Request) -> AdminServer:
 
 # Health, metrics, brokers -----------------------------------------------------------------
 async def get_metrics(request: web.Request) -> web.Response:
-    body = _server(request).broker.metrics.exposition()
+    body = _server(request).ctx.metrics.exposition()
     return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
 
 
 async def get_health(request: web.Request) -> web.Response:
-    broker = _server(request).broker
-    started = broker.started.is_set()
-    zk_connected = broker.zk.connected
-    offline = state.offline_count(broker)
+    ctx = _server(request).ctx
+    started = ctx.started.is_set()
+    zk_connected = ctx.zk.connected
+    offline = state.offline_count(ctx)
     if not started:
         status = "starting"
     elif not zk_connected:
@@ -70,7 +49,7 @@ async def get_health(request: web.Request) -> web.Response:
         status = "ok"
     body = {
         "status": status,
-        "broker_id": broker.broker_id,
+        "broker_id": ctx.broker_id,
         "started": started,
         "zookeeper_connected": zk_connected,
         "offline_partitions": offline,
@@ -80,11 +59,11 @@ async def get_health(request: web.Request) -> web.Response:
 
 async def get_brokers(request: web.Request) -> web.Response:
     server = _server(request)
-    broker = server.broker
-    metadata = broker.metadata
+    ctx = server.ctx
+    metadata = ctx.metadata
     now = int(time.time() * 1000)
-    me = broker.broker_id
-    entries = {}
+    me = ctx.broker_id
+    entries: dict[int, dict[str, Any]] = {}
     for broker_id, info in metadata.brokers.items():
         entries[broker_id] = {
             "broker_id": broker_id,
@@ -96,16 +75,16 @@ async def get_brokers(request: web.Request) -> web.Response:
     entries[me] = {
         "broker_id": me,
         "is_self": True,
-        "is_controller": broker.controller.is_active,
-        "rack": broker.config.get("broker.rack"),
-        "listeners": [_endpoint(e) for e in broker.advertised_endpoints],
+        "is_controller": ctx.controller.is_active,
+        "rack": ctx.config.get("broker.rack"),
+        "listeners": [_endpoint(e) for e in ctx.advertised_endpoints()],
         "admin_endpoint": server.url,
         "version": VERSION,
         "started_ms": server.created_ms,
         "uptime_ms": now - server.created_ms,
-        "log_dirs": [str(d) for d in broker.config.log_dirs],
-        "leader_partitions": len(broker.replicas.leaders),
-        "local_partitions": len(state.local_partitions(broker)),
+        "log_dirs": [str(d) for d in ctx.config.log_dirs],
+        "leader_partitions": len(ctx.replicas.leaders),
+        "local_partitions": len(state.local_partitions(ctx)),
     }
     return _json(
         {
@@ -127,34 +106,34 @@ def _endpoint(endpoint) -> dict[str, Any]:
 
 # Partitions -----------------------------------------------------------------------------
 async def get_partitions(request: web.Request) -> web.Response:
-    broker = _server(request).broker
-    return _json({"broker_id": broker.broker_id, "partitions": state.partition_views(broker)})
+    ctx = _server(request).ctx
+    return _json({"broker_id": ctx.broker_id, "partitions": state.partition_views(ctx)})
 
 
 async def get_topic_partitions(request: web.Request) -> web.Response:
-    broker = _server(request).broker
+    ctx = _server(request).ctx
     topic = request.match_info["topic"]
-    _require_known_topic(broker, topic)
+    _require_known_topic(ctx, topic)
     return _json(
         {
-            "broker_id": broker.broker_id,
+            "broker_id": ctx.broker_id,
             "topic": topic,
-            "partitions": state.partition_views(broker, topic),
+            "partitions": state.partition_views(ctx, topic),
         }
     )
 
 
 async def get_partition(request: web.Request) -> web.Response:
-    broker = _server(request).broker
+    ctx = _server(request).ctx
     topic, partition = _topic_partition(request)
-    _require_local(broker, topic, partition)
-    return _json(state.partition_view(broker, topic, partition))
+    _require_local(ctx, topic, partition)
+    return _json(state.partition_view(ctx, topic, partition))
 
 
 async def get_segments(request: web.Request) -> web.Response:
     server = _server(request)
     topic, partition = _topic_partition(request)
-    partition_log = _require_online(server.broker, topic, partition)
+    partition_log = _require_online(server.ctx, topic, partition)
     with_entries = _bool_param(request, "entries", False)
     limit = _int_param(
         request, "limit", segments.DEFAULT_INDEX_ENTRIES, 1, segments.MAX_INDEX_ENTRIES
@@ -165,26 +144,24 @@ async def get_segments(request: web.Request) -> web.Response:
             partition_log, cleaner, with_entries=with_entries, entries_limit=limit
         )
     )
-    view["broker_id"] = server.broker.broker_id
-    view["retention_check_interval_ms"] = server.broker.config.get(
-        "log.retention.check.interval.ms"
-    )
+    view["broker_id"] = server.ctx.broker_id
+    view["retention_check_interval_ms"] = server.ctx.config.get("log.retention.check.interval.ms")
     return _json(view)
 
 
 # Cleaner --------------------------------------------------------------------------------
 async def get_cleaner(request: web.Request) -> web.Response:
     server = _server(request)
-    broker = server.broker
+    ctx = server.ctx
     cleaner = server.cleaner
-    compacted = [log for log in broker.log_manager.all_logs() if log.config.compact]
+    compacted = [log for log in ctx.log_manager.all_logs() if log.config.compact]
     logs = await server.in_reader(_cleaner_views, cleaner, compacted)
-    thread = state.cleaner_thread(broker)
+    thread = ctx.cleaner_thread()
     snapshot = cleaner.state()
     return _json(
         {
-            "broker_id": broker.broker_id,
-            "enabled": broker.cleaner is not None,
+            "broker_id": ctx.broker_id,
+            "enabled": ctx.cleaner() is not None,
             "last_run_ms": snapshot["last_run_ms"],
             "in_progress": snapshot["in_progress"],
             "uncleanable": snapshot["uncleanable"],
@@ -192,7 +169,7 @@ async def get_cleaner(request: web.Request) -> web.Response:
                 "alive": thread.is_alive() if thread is not None else False,
                 "passes": thread.passes if thread is not None else 0,
                 "errors": thread.errors if thread is not None else 0,
-                "backoff_ms": broker.config.get("log.cleaner.backoff.ms"),
+                "backoff_ms": ctx.config.get("log.cleaner.backoff.ms"),
             },
             "logs": logs,
         }
@@ -213,7 +190,7 @@ def _cleaner_views(cleaner, logs) -> list[dict[str, Any]]:
 async def get_cleaner_partition(request: web.Request) -> web.Response:
     server = _server(request)
     topic, partition = _topic_partition(request)
-    partition_log = _require_online(server.broker, topic, partition)
+    partition_log = _require_online(server.ctx, topic, partition)
     if not partition_log.config.compact:
         raise ApiError(400, f"{topic} is not compacted (cleanup.policy has no compact)")
     views = await server.in_reader(_cleaner_views, server.cleaner, [partition_log])
@@ -225,21 +202,21 @@ async def get_cleaner_partition(request: web.Request) -> web.Response:
 # Maintenance ----------------------------------------------------------------------------
 async def post_retention(request: web.Request) -> web.Response:
     server = _server(request)
-    broker = server.broker
+    ctx = server.ctx
     topic, partition = await _maintenance_target(request, topic_required=False)
     if topic is not None:
-        _require_known_topic(broker, topic)
+        _require_known_topic(ctx, topic)
         if partition is not None:
-            _require_online(broker, topic, partition)
+            _require_online(ctx, topic, partition)
     started = time.perf_counter()
     try:
-        reports = await server.in_maintenance(broker.log_manager.run_retention, topic, partition)
+        reports = await server.in_maintenance(ctx.log_manager.run_retention, topic, partition)
     except FileNotFoundError as exc:
         raise ApiError(409, f"retention ran concurrently on this log ({exc}); retry") from exc
-    broker.metrics.maintenance_runs.labels("retention").inc()
+    ctx.metrics.maintenance_runs.labels("retention").inc()
     return _json(
         {
-            "broker_id": broker.broker_id,
+            "broker_id": ctx.broker_id,
             "topic": topic,
             "partition": partition,
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
@@ -252,12 +229,13 @@ async def post_retention(request: web.Request) -> web.Response:
 
 async def post_compaction(request: web.Request) -> web.Response:
     server = _server(request)
-    broker = server.broker
+    ctx = server.ctx
     topic, partition = await _maintenance_target(request, topic_required=True)
-    _require_known_topic(broker, topic)
-    manager = broker.log_manager
+    assert topic is not None  # topic_required
+    _require_known_topic(ctx, topic)
+    manager = ctx.log_manager
     if partition is not None:
-        targets = [_require_online(broker, topic, partition)]
+        targets = [_require_online(ctx, topic, partition)]
     else:
         targets = sorted(
             (lg for (t, _), lg in manager.logs.items() if t == topic),
@@ -272,10 +250,10 @@ async def post_compaction(request: web.Request) -> web.Response:
     cleaner = server.cleaner
     started = time.perf_counter()
     reports = await server.in_maintenance(_clean_all, cleaner, targets)
-    broker.metrics.maintenance_runs.labels("compaction").inc()
+    ctx.metrics.maintenance_runs.labels("compaction").inc()
     return _json(
         {
-            "broker_id": broker.broker_id,
+            "broker_id": ctx.broker_id,
             "topic": topic,
             "partition": partition,
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
@@ -329,24 +307,24 @@ def _topic_partition(request: web.Request) -> tuple[str, int]:
     return topic, int(text)
 
 
-def _require_known_topic(broker, topic: str) -> None:
-    if broker.metadata.topic(topic) is None and not any(
-        t == topic for t, _ in state.local_partitions(broker)
+def _require_known_topic(ctx: AdminContext, topic: str) -> None:
+    if ctx.metadata.topic(topic) is None and not any(
+        t == topic for t, _ in state.local_partitions(ctx)
     ):
         raise ApiError(404, f"unknown topic {topic!r}")
 
 
-def _require_local(broker, topic: str, partition: int) -> None:
-    _require_known_topic(broker, topic)
-    if (topic, partition) not in set(state.local_partitions(broker)):
-        raise ApiError(404, f"{topic}-{partition} is not stored on broker {broker.broker_id}")
+def _require_local(ctx: AdminContext, topic: str, partition: int) -> None:
+    _require_known_topic(ctx, topic)
+    if (topic, partition) not in set(state.local_partitions(ctx)):
+        raise ApiError(404, f"{topic}-{partition} is not stored on ctx {ctx.broker_id}")
 
 
-def _require_online(broker, topic: str, partition: int):
-    _require_local(broker, topic, partition)
-    found = broker.log_manager.get_log(topic, partition)
+def _require_online(ctx: AdminContext, topic: str, partition: int):
+    _require_local(ctx, topic, partition)
+    found = ctx.log_manager.get_log(topic, partition)
     if found is None:
-        reason = broker.log_manager.offline_partitions.get((topic, partition))
+        reason = ctx.log_manager.offline_partitions.get((topic, partition))
         raise ApiError(409, f"{topic}-{partition} is offline: {reason}")
     return found
 
@@ -371,3 +349,19 @@ def _int_param(request: web.Request, name: str, default: int, low: int, high: in
     if not (digits.isascii() and digits.isdigit()) or not low <= int(digits) <= high:
         raise ApiError(400, f"{name} must be an integer in [{low}, {high}], got {text!r}")
     return int(digits)
+
+
+ROUTES = [
+    web.get("/metrics", get_metrics),
+    web.get("/v1/health", get_health),
+    web.get("/v1/brokers", get_brokers),
+    web.get("/v1/partitions", get_partitions),
+    web.get("/v1/partitions/{topic}", get_topic_partitions),
+    web.get("/v1/partitions/{topic}/{partition}", get_partition),
+    web.get("/v1/partitions/{topic}/{partition}/segments", get_segments),
+    web.get("/v1/cleaner", get_cleaner),
+    web.get("/v1/cleaner/{topic}/{partition}", get_cleaner_partition),
+    web.post("/v1/maintenance/retention", post_retention),
+    web.post("/v1/maintenance/compaction", post_compaction),
+    *failure_probes.ROUTES,
+]

@@ -16,16 +16,17 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from brokerd.config import parse_host_port
+from brokerd.log.cleaner_manager import LogCleanerManager
 
-if TYPE_CHECKING:
-    from brokerd.server.broker import Broker
+from .context import AdminContext
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +54,10 @@ def error_response(status: int, message: str) -> web.Response:
 
 
 class AdminServer:
-    def __init__(self, broker: Broker):
-        self.broker = broker
-        self.host, self.port = parse_host_port(
-            broker.config.get("admin.listener"), "admin.listener"
-        )
+    def __init__(self, ctx: AdminContext, routes: Iterable[web.AbstractRouteDef]):
+        self.ctx = ctx
+        self.routes = list(routes)
+        self.host, self.port = parse_host_port(ctx.config.get("admin.listener"), "admin.listener")
         self.token: str | None = None
         self.token_path: Path | None = None
         self.created_ms = int(time.time() * 1000)
@@ -67,14 +67,15 @@ class AdminServer:
         # never holds the loop or the default executor that ZooKeeper calls use.
         self.maintenance_executor = ThreadPoolExecutor(1, thread_name_prefix="admin-maintenance")
         self.read_executor = ThreadPoolExecutor(2, thread_name_prefix="admin-read")
-        self._fallback_cleaner = None
+        self._fallback_cleaner: LogCleanerManager | None = None
 
     # Lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
-        from .routes import build_app
-
         self.token = await asyncio.to_thread(self._load_or_create_token)
-        self._runner = web.AppRunner(build_app(self), access_log=None, handle_signals=False)
+        app = web.Application(middlewares=[handle_errors], client_max_size=MAX_BODY_BYTES)
+        app[SERVER_KEY] = self
+        app.add_routes(self.routes)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(
             self._runner, self.host or None, self.port, reuse_address=True, shutdown_timeout=5
@@ -99,17 +100,17 @@ class AdminServer:
             return None
         host = self.host
         if host in ("", "0.0.0.0", "::"):
-            advertised = self.broker.advertised_endpoints
+            advertised = self.ctx.advertised_endpoints()
             host = advertised[0].host if advertised else "localhost"
         if ":" in host:
             host = f"[{host}]"
         return f"http://{host}:{self.bound_port}"
 
     def _load_or_create_token(self) -> str:
-        configured = self.broker.config.get("admin.token")
+        configured = self.ctx.config.get("admin.token")
         if configured:
             return configured
-        path = Path(self.broker.config.log_dirs[0]) / TOKEN_FILE
+        path = Path(self.ctx.config.log_dirs[0]) / TOKEN_FILE
         self.token_path = path
         # Reused across restarts, so the platform's stored token keeps working.
         try:
@@ -140,13 +141,12 @@ class AdminServer:
     def cleaner(self):
         """The broker's cleaner manager, or (log.cleaner.enable=false) one for on-demand
         compaction only."""
-        if self.broker.cleaner is not None:
-            return self.broker.cleaner
+        running = self.ctx.cleaner()
+        if running is not None:
+            return running
         if self._fallback_cleaner is None:
-            from brokerd.log.cleaner_manager import LogCleanerManager
-
             self._fallback_cleaner = LogCleanerManager(
-                dedupe_buffer_size=self.broker.config.get("log.cleaner.dedupe.buffer.size")
+                dedupe_buffer_size=self.ctx.config.get("log.cleaner.dedupe.buffer.size")
             )
         return self._fallback_cleaner
 
@@ -191,7 +191,7 @@ async def handle_errors(request: web.Request, handler) -> web.StreamResponse:
     except Exception:
         log.exception("admin API %s %s failed", request.method, request.path)
         response = error_response(500, "internal error; see the broker log")
-    server.broker.metrics.admin_requests.labels(route, str(response.status)).inc()
+    server.ctx.metrics.admin_requests.labels(route, str(response.status)).inc()
     return response
 
 

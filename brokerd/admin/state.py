@@ -8,59 +8,46 @@ views read index files and segment headers, so callers run them in a thread.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from brokerd.log.log import Log
-    from brokerd.server.broker import Broker
+from brokerd.log.log import Log
+
+from .context import AdminContext
 
 
-def local_partitions(broker: Broker) -> list[tuple[str, int]]:
+def local_partitions(ctx: AdminContext) -> list[tuple[str, int]]:
     """Every partition with a log in this broker's log dirs, loaded or offline, sorted."""
-    manager = broker.log_manager
-    if manager is None:
-        return []
+    manager = ctx.log_manager
     return sorted({*manager.logs, *manager.offline_partitions})
 
 
-def offline_count(broker: Broker) -> int:
-    manager = broker.log_manager
-    return len(manager.offline_partitions) if manager is not None else 0
-
-
-def fetch_purgatory_size(broker: Broker) -> int:
-    # FetchPurgatory keeps its parked waiters in `_all`; it has no public size yet.
-    return len(getattr(broker.replicas.purgatory, "_all", ()))
-
-
-def cleaner_thread(broker: Broker):
-    # ReplicaManager owns the thread privately; its counters are public attributes.
-    return getattr(broker.replicas, "_cleaner_thread", None)
+def offline_count(ctx: AdminContext) -> int:
+    return len(ctx.log_manager.offline_partitions)
 
 
 def partition_views(
-    broker: Broker, topic: str | None = None, partition: int | None = None
+    ctx: AdminContext, topic: str | None = None, partition: int | None = None
 ) -> list[dict[str, Any]]:
     return [
-        partition_view(broker, t, p)
-        for t, p in local_partitions(broker)
+        partition_view(ctx, t, p)
+        for t, p in local_partitions(ctx)
         if (topic is None or t == topic) and (partition is None or p == partition)
     ]
 
 
-def partition_view(broker: Broker, topic: str, partition: int) -> dict[str, Any]:
+def partition_view(ctx: AdminContext, topic: str, partition: int) -> dict[str, Any]:
     """Leader, epoch, ISR, offsets, size and per-replica LEO and lag of one local partition.
 
     Today the local replica is the only one with a known LEO; once replication tracks
     followers, `Partition.replica_states[broker_id]` (anything with
     `log_end_offset` and `last_caught_up_ms`) fills in theirs without changing the JSON.
     """
-    me = broker.broker_id
-    manager = broker.log_manager
-    log = manager.get_log(topic, partition) if manager is not None else None
-    znode = broker.metadata.partition_state(topic, partition)
-    info = broker.metadata.topic(topic)
-    led = broker.replicas.leaders.get((topic, partition))
+    me = ctx.broker_id
+    manager = ctx.log_manager
+    log = manager.get_log(topic, partition)
+    znode = ctx.metadata.partition_state(topic, partition)
+    info = ctx.metadata.topic(topic)
+    led = ctx.replicas.leaders.get((topic, partition))
     assigned = list(info.assignment.get(partition, [])) if info else []
     # During a reassignment the assignment is target + original replicas (KIP-455).
     adding = list(info.adding.get(partition, [])) if info else []
@@ -85,7 +72,7 @@ def partition_view(broker: Broker, topic: str, partition: int) -> dict[str, Any]
         "under_replicated": led is not None and len(isr) < len(target),
     }
     if log is None:
-        reason = manager.offline_partitions.get((topic, partition)) if manager else None
+        reason = manager.offline_partitions.get((topic, partition))
         view.update(
             error=reason or "no local log",
             high_watermark=None,
@@ -117,6 +104,7 @@ def _replica_views(me: int, assigned: list[int], isr: list[int], led, leader_leo
     followers = getattr(led, "replica_states", None) or {}
     out = []
     for broker_id in assigned or [me]:
+        replica_leo: int | None
         if broker_id == me:
             replica_leo, caught_up = leader_leo, None
         else:

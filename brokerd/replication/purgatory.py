@@ -58,6 +58,10 @@ class FetchPurgatory:
             if not waiter.done():
                 waiter.set_result(None)
 
+    def __len__(self) -> int:
+        """Fetches parked now (a gauge of the admin API)."""
+        return len(self._all)
+
 
 class ProducePurgatory:
     """acks=all produces wait here until the high watermark covers their last offset.

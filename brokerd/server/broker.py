@@ -13,8 +13,9 @@ import dataclasses
 import functools
 import logging
 
-from brokerd.admin import AdminServer, BrokerMetrics
-from brokerd.config import BrokerConfig, LogConfig
+from brokerd.admin import ROUTES as ADMIN_ROUTES
+from brokerd.admin import AdminContext, AdminServer, BrokerMetrics, BrokerStateCollector
+from brokerd.config import BrokerConfig, Endpoint, LogConfig
 from brokerd.coordination import zk_client, zk_data
 from brokerd.coordination.control_epochs import ControlRequestEpochs
 from brokerd.coordination.controlled_shutdown import ControlledShutdown
@@ -29,13 +30,16 @@ from brokerd.peer_security import peer_security
 from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.util.background import BackgroundTasks
 
+from .connection import ConnectionServices
 from .connection_quotas import ConnectionQuotas
 from .dispatcher import Dispatcher
 from .dynamic_broker_config import DynamicBrokerConfigs
 from .failure_probes import FailureProbes
 from .fetch_session import FetchSessionCache
+from .handlers.context import HandlerContext
 from .listener import Listener
 from .memory_pool import RequestMemoryPool
+from .topic_admin import TopicAdmin
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,10 @@ class Broker:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.broker_id = config.broker_id
+        self._background = BackgroundTasks(log, "background task failed")
+        self._stopping = False
+        self.started = asyncio.Event()
+        self.metrics = BrokerMetrics()
         self.zk = zk_client.ZkClient(
             config.zookeeper_hosts,
             config.zookeeper_chroot,
@@ -87,7 +95,17 @@ class Broker:
         self.replicas.isr_change_listeners.append(
             lambda expand: (self.metrics.isr_expands if expand else self.metrics.isr_shrinks).inc()
         )
-        self.dynamic_configs = DynamicBrokerConfigs(self)
+        self.dynamic_configs = DynamicBrokerConfigs(
+            config,
+            self.broker_id,
+            self.zk,
+            spawn=self.spawn,
+            on_reloaded=self.replicas.refresh_all_configs,
+        )
+        self.admin_lock = asyncio.Lock()  # topic creation, deletion, partition changes
+        self.topic_admin = TopicAdmin(
+            config, self.broker_id, self.metadata, self.controller, self.replicas, self.admin_lock
+        )
         group_metadata = GroupMetadataManager(
             self.replicas,
             self.metadata,
@@ -101,22 +119,59 @@ class Broker:
             config.get("max.incremental.fetch.session.cache.slots")
         )
         self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
-        self.connection_quotas = ConnectionQuotas(config)
-        self.request_memory = RequestMemoryPool(config.get("queued.max.request.bytes"))
-        self.listeners = [Listener(self, endpoint) for endpoint in config.listeners]
-        self.dispatcher = Dispatcher(self)
-        self.metrics = BrokerMetrics()
-        self.metrics.attach(self)
+        self.dispatcher = Dispatcher(self._handler_context())
         self.dispatcher.observers.append(self.metrics.observe_request)
-        self.admin = AdminServer(self)
-        self.admin_lock = asyncio.Lock()  # topic creation, deletion, partition changes
-        self._background = BackgroundTasks(log, "background task failed")
-        self._stopping = False
-        self.started = asyncio.Event()
+        connections = ConnectionServices.of(
+            config,
+            self.dispatcher.dispatch,
+            RequestMemoryPool(config.get("queued.max.request.bytes")),
+            self.metrics,
+        )
+        quotas = ConnectionQuotas(config)  # max.connections counts across listeners
+        self.listeners: list[Listener] = []
+        self.listeners.extend(
+            Listener(endpoint, config, self.zk, quotas, connections, peers=self.listeners)
+            for endpoint in config.listeners
+        )
+        admin_context = AdminContext(
+            config=config,
+            broker_id=self.broker_id,
+            metadata=self.metadata,
+            log_manager=self.log_manager,
+            replicas=self.replicas,
+            controller=self.controller,
+            zk=self.zk,
+            metrics=self.metrics,
+            failure_probes=self.failure_probes,
+            started=self.started,
+            advertised_endpoints=lambda: self.advertised_endpoints,
+            cleaner=lambda: self.cleaner,
+            cleaner_thread=lambda: self._cleaner_thread,
+        )
+        self.metrics.add_collector(BrokerStateCollector(admin_context))
+        self.admin = AdminServer(admin_context, ADMIN_ROUTES)
+
+    def _handler_context(self) -> HandlerContext:
+        return HandlerContext(
+            config=self.config,
+            broker_id=self.broker_id,
+            metadata=self.metadata,
+            log_manager=self.log_manager,
+            replicas=self.replicas,
+            groups=self.groups,
+            controller=self.controller,
+            zk=self.zk,
+            producer_ids=self.producer_ids,
+            fetch_sessions=self.fetch_sessions,
+            control_epochs=self.control_epochs,
+            dynamic_configs=self.dynamic_configs,
+            topic_admin=self.topic_admin,
+            admin_lock=self.admin_lock,
+        )
 
     # Endpoints ------------------------------------------------------------------------
     @property
-    def advertised_endpoints(self) -> list:
+    def advertised_endpoints(self) -> list[Endpoint]:
         """advertised.listeners, with port 0 replaced by the port actually bound."""
         bound = {ls.endpoint.listener_name: ls.bound_port for ls in self.listeners if ls.server}
         out = []
@@ -134,7 +189,7 @@ class Broker:
     async def start(self) -> None:
         await self.zk.start()
         await self.metadata.load()
-        await self.load_dynamic_broker_config()
+        await self.dynamic_configs.load()
         await asyncio.to_thread(self.log_manager.startup)
         await asyncio.to_thread(
             self.log_manager.ensure_meta_properties, self.broker_id, self.metadata.cluster_id
@@ -188,6 +243,7 @@ class Broker:
         if self._stopping:
             return
         self._stopping = True
+        self.dynamic_configs.close()
         # Leadership moves away first, while this broker still serves (it may itself be
         # the controller answering the request).
         await ControlledShutdown(
@@ -231,9 +287,6 @@ class Broker:
         )
         await self.control_epochs.registered()
         await self.metadata.refresh_brokers()
-
-    async def load_dynamic_broker_config(self) -> None:
-        await self.dynamic_configs.load()
 
     # ZooKeeper session and watches ----------------------------------------------------
     def _on_zk_connected(self) -> None:

@@ -19,7 +19,7 @@ def broker_listener_names(config) -> frozenset[str]:
     return frozenset(name for name in names if name is not None)
 
 
-def request_from_broker(broker) -> bool:
+def request_from_broker(config) -> bool:
     """The request being handled came in on a listener reserved for brokers."""
     listener = current_listener.get()
-    return listener is not None and listener in broker_listener_names(broker.config)
+    return listener is not None and listener in broker_listener_names(config)

@@ -20,20 +20,20 @@ import asyncio
 import contextvars
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from brokerd.protocol import framing
 from brokerd.protocol.framing import FrameError, Request
 from brokerd.security.sasl.authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
 
-from .memory_pool import UNBOUNDED, Reservation
+from .memory_pool import UNBOUNDED, RequestMemoryPool, Reservation
 from .request_order import RequestSequencer
 
 if TYPE_CHECKING:
+    from brokerd.config import BrokerConfig
     from brokerd.security.sasl.settings import SaslServerSettings
-
-    from .broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -79,17 +79,56 @@ class ResponseParts:
 _END = object()
 
 
+class RequestMetrics(Protocol):
+    """What a connection reports: each request read, each response written (bytes)."""
+
+    def request_received(self, request: Request) -> None: ...
+
+    def response_sent(self, request: Request, size: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionServices:
+    """What every connection of the broker shares: the handlers, the request memory pool,
+    the metrics, and the (read-only) limits on one connection."""
+
+    dispatch: Callable[[Request], Awaitable[Any]]
+    memory: RequestMemoryPool  # queued.max.request.bytes, broker-wide
+    metrics: RequestMetrics
+    max_request_bytes: int  # socket.request.max.bytes
+    max_queued_requests: int  # queued.max.requests
+    max_idle_ms: int  # connections.max.idle.ms
+
+    @classmethod
+    def of(
+        cls,
+        config: BrokerConfig,
+        dispatch: Callable[[Request], Awaitable[Any]],
+        memory: RequestMemoryPool,
+        metrics: RequestMetrics,
+    ) -> ConnectionServices:
+        return cls(
+            dispatch=dispatch,
+            memory=memory,
+            metrics=metrics,
+            max_request_bytes=config.get("socket.request.max.bytes"),
+            max_queued_requests=config.get("queued.max.requests"),
+            max_idle_ms=config.get("connections.max.idle.ms"),
+        )
+
+
 class Connection:
     def __init__(
         self,
-        broker: Broker,
+        services: ConnectionServices,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         listener_name: str | None = None,
         principal: str = "User:ANONYMOUS",
         sasl: SaslServerSettings | None = None,
     ):
-        self.broker = broker
+        self._dispatch = services.dispatch
+        self._metrics = services.metrics
         self.sasl = sasl  # a SASL listener's settings: authenticate before anything else
         self._session_expires: float | None = None  # connections.max.reauth.ms, loop time
         self._all_answered = asyncio.Event()
@@ -100,23 +139,23 @@ class Connection:
         self.reader = reader
         self.writer = writer
         self.peer = writer.get_extra_info("peername")
-        self.max_request_bytes = broker.config.get("socket.request.max.bytes")
+        self.max_request_bytes = services.max_request_bytes
         self._loop = asyncio.get_running_loop()
-        self._memory = broker.request_memory
+        self._memory = services.memory
         self._reading: Reservation = UNBOUNDED  # the frame being read
         self._sequencer = RequestSequencer()
         # Requests started or waiting to: at most queued.max.requests read ahead.
-        self._slots = asyncio.Semaphore(broker.config.get("queued.max.requests"))
+        self._slots = asyncio.Semaphore(services.max_queued_requests)
         self._pending: asyncio.Queue = asyncio.Queue()  # (request, handling), in order
         self._owed = 0  # requests started and not answered yet
         self._read_task: asyncio.Task | None = None
         self.last_active = self._loop.time()  # bytes received, or the last owed answer sent
-        self._max_idle_s = broker.config.get("connections.max.idle.ms") / 1000
+        self._max_idle_s = services.max_idle_ms / 1000
         self._idle_check: asyncio.TimerHandle | None = None
 
     async def serve(self) -> None:
         self._schedule_idle_check(self.last_active + self._max_idle_s)
-        if self.sasl is not None and not await self._authenticate_first():
+        if self.sasl is not None and not await self._authenticate_first(self.sasl):
             if self._idle_check is not None:
                 self._idle_check.cancel()
             self.writer.close()
@@ -167,17 +206,19 @@ class Connection:
             self.writer.close()  # owes nothing: shutdown must not wait on a half-done login
 
     # SASL ---------------------------------------------------------------------------------
-    async def _authenticate_first(self) -> bool:
+    async def _authenticate_first(self, settings: SaslServerSettings) -> bool:
         self._authenticating = True
         try:
-            return await self._authenticate()
+            return await self._authenticate(settings)
         finally:
             self._authenticating = False
 
-    async def _authenticate(self, handshake: Request | None = None) -> bool:
+    async def _authenticate(
+        self, settings: SaslServerSettings, handshake: Request | None = None
+    ) -> bool:
         """Authenticate (again, from a SaslHandshake already read); False: close."""
         authenticator = SaslServerAuthenticator(
-            self.sasl,
+            settings,
             self.reader,
             self.writer,
             self._answer_directly,
@@ -197,7 +238,7 @@ class Connection:
     async def _answer_directly(self, request: Request) -> bytes:
         return await self._handle(request)
 
-    async def _reauthenticate(self, handshake: Request) -> bool:
+    async def _reauthenticate(self, settings: SaslServerSettings, handshake: Request) -> bool:
         """KIP-368: once every earlier request is answered, run the exchange again on this
         connection (the writer is idle meanwhile); the principal must stay the same."""
         self._reading.release()
@@ -205,7 +246,7 @@ class Connection:
         while self._owed:
             self._all_answered.clear()
             await self._all_answered.wait()
-        return await self._authenticate(handshake)
+        return await self._authenticate(settings, handshake)
 
     def _session_expired(self) -> bool:
         return self._session_expires is not None and self._loop.time() > self._session_expires
@@ -215,7 +256,7 @@ class Connection:
             while (request := await self._read_request()) is not None:
                 if self.sasl is not None:
                     if request.api_key == SASL_HANDSHAKE:
-                        if not await self._reauthenticate(request):
+                        if not await self._reauthenticate(self.sasl, request):
                             return
                         continue
                     if self._session_expired():
@@ -244,7 +285,7 @@ class Connection:
         except (FrameError, ConnectionError) as exc:  # UnsupportedRequest included
             log.info("closing connection from %s: %s", self.peer, exc)
             return None
-        self.broker.metrics.request_received(request)
+        self._metrics.request_received(request)
         return request
 
     async def _admit(self, size: int) -> None:
@@ -271,7 +312,7 @@ class Connection:
         current_principal.set(self.principal)
         if request.unsupported_api_versions:
             return framing.unsupported_api_versions_response(request)
-        response = await self.broker.dispatcher.dispatch(request)
+        response = await self._dispatch(request)
         if response is None or isinstance(response, bytes | ResponseParts):
             return response
         return framing.encode_response(request, response)
@@ -308,7 +349,7 @@ class Connection:
             return True  # acks=0 produce: no response at all
         try:
             await self._send(response)
-            self.broker.metrics.response_sent(
+            self._metrics.response_sent(
                 request, len(response) if isinstance(response, bytes) else response.size
             )
             return True

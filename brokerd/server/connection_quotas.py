@@ -54,7 +54,7 @@ def _overrides_by_ip(text: str) -> dict[str, int]:
             log.warning("max.connections.per.ip.overrides: cannot resolve %s: %s", host, exc)
             continue
         for info in infos:
-            by_ip[normalized_ip(info[4][0])] = count
+            by_ip[normalized_ip(str(info[4][0]))] = count
     return by_ip
 
 

@@ -5,31 +5,25 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from brokerd.protocol.framing import Request
 from brokerd.protocol.versions import SUPPORTED, api_name
 
-if TYPE_CHECKING:
-    from .broker import Broker
+from .handlers import HANDLERS
+from .handlers.context import HandlerContext
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[["Broker", Request], Awaitable[Any]]
+Handler = Callable[[HandlerContext, Request], Awaitable[Any]]
 # Called after each request: (request, seconds until the response was ready, failed).
 RequestObserver = Callable[[Request, float, bool], None]
 
 
-def all_handlers() -> dict[int, Handler]:
-    from .handlers import HANDLERS
-
-    return dict(HANDLERS)
-
-
 class Dispatcher:
-    def __init__(self, broker: Broker, handlers: Mapping[int, Handler] | None = None):
-        self.broker = broker
-        self.handlers = dict(handlers if handlers is not None else all_handlers())
+    def __init__(self, ctx: HandlerContext, handlers: Mapping[int, Handler] = HANDLERS):
+        self.ctx = ctx
+        self.handlers = dict(handlers)
         self.observers: list[RequestObserver] = []  # metrics
         unhandled = set(SUPPORTED) - set(self.handlers)
         if unhandled:
@@ -44,7 +38,7 @@ class Dispatcher:
         started = time.perf_counter()
         failed = True
         try:
-            response = await self.handlers[request.api_key](self.broker, request)
+            response = await self.handlers[request.api_key](self.ctx, request)
             failed = False
             return response
         finally:

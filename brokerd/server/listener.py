@@ -8,19 +8,17 @@ import errno
 import logging
 import socket
 import ssl
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from brokerd.config import Endpoint
+from brokerd.config import BrokerConfig, Endpoint
+from brokerd.coordination.zk_client import ZkClient
 from brokerd.security.principal import ANONYMOUS, PrincipalMapper, PrincipalMappingError
 from brokerd.security.sasl.credentials import ZkScramCredentials
 from brokerd.security.sasl.settings import SASL_PROTOCOLS, SaslServerSettings
 from brokerd.security.tls import TLS_PROTOCOLS, ContextSource
 
-from .connection import Connection
-from .connection_quotas import normalized_ip
-
-if TYPE_CHECKING:
-    from .broker import Broker
+from .connection import Connection, ConnectionServices
+from .connection_quotas import ConnectionQuotas, normalized_ip
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +38,27 @@ TLS_HANDSHAKE_TIMEOUT_S = 30.0
 class Listener:
     """One listener (e.g. PLAINTEXT://127.0.0.1:9092); port 0 binds a free port."""
 
-    def __init__(self, broker: Broker, endpoint: Endpoint):
-        self.broker = broker
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        config: BrokerConfig,
+        zk: ZkClient,
+        quotas: ConnectionQuotas,
+        services: ConnectionServices,
+        peers: Sequence[Listener] = (),
+    ):
         self.endpoint = endpoint
-        self.quotas = broker.connection_quotas
+        self.config = config  # the listener's TLS and SASL settings are read at start
+        self.zk = zk  # SCRAM credentials
+        self.quotas = quotas
+        self.services = services
+        # Every listener of the broker (this one included): max.connections closes the least
+        # recently active connection on another listener to admit one on a protected listener.
+        self.peers = peers
         self.sockets: list[socket.socket] = []
         self.connections: set[Connection] = set()
         self._tasks: set[asyncio.Task] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop  # set by start(), before anything uses it
         self._accepting = False
         self.tls: ContextSource | None = None  # SSL listeners: the server context
         self.principals: PrincipalMapper | None = None
@@ -70,11 +81,11 @@ class Listener:
         self._loop = asyncio.get_running_loop()
         if self.endpoint.security_protocol in TLS_PROTOCOLS:
             # Bad stores or settings stop the broker here, before anything listens.
-            self.tls = ContextSource(self.broker.config, self.name)
-            self.principals = PrincipalMapper(self.broker.config.get("ssl.principal.mapping.rules"))
+            self.tls = ContextSource(self.config, self.name)
+            self.principals = PrincipalMapper(self.config.get("ssl.principal.mapping.rules"))
         if self.endpoint.security_protocol in SASL_PROTOCOLS:
             self.sasl = SaslServerSettings.for_listener(
-                self.broker.config, self.name, ZkScramCredentials(self.broker.zk)
+                self.config, self.name, ZkScramCredentials(self.zk)
             )
         host = self.endpoint.host or None  # empty host: all interfaces, as Kafka does
         infos = await self._loop.getaddrinfo(
@@ -160,7 +171,7 @@ class Listener:
     def _close_least_recently_active_elsewhere(self) -> None:
         others = [
             connection
-            for listener in self.broker.listeners
+            for listener in self.peers
             if listener is not self
             for connection in listener.connections
         ]
@@ -191,7 +202,7 @@ class Listener:
                 writer.close()
                 return
             connection = Connection(
-                self.broker, reader, writer, self.name, principal, sasl=self.sasl
+                self.services, reader, writer, self.name, principal, sasl=self.sasl
             )
             self.connections.add(connection)
             await connection.serve()

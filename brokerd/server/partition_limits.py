@@ -13,23 +13,28 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
+from brokerd.config import BrokerConfig
+from brokerd.coordination.metadata import MetadataCache
 from brokerd.log.log import dir_name
 from brokerd.log.manager import MAX_DIR_NAME_BYTES
 from brokerd.protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from .broker import Broker
 
 # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: one record per new partition.
 MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
 def check_new_partitions(
-    broker: Broker, topic: str | None, count: int, replication_factor: int, first_partition: int
+    config: BrokerConfig,
+    metadata: MetadataCache,
+    local_id: int,
+    topic: str | None,
+    count: int,
+    replication_factor: int,
+    first_partition: int,
 ) -> None:
-    """Refuse `count` new partitions of `replication_factor` replicas before they are laid out."""
+    """Refuse `count` new partitions of `replication_factor` replicas before they are laid
+    out (`local_id` counts as the one live broker when none is registered yet)."""
     if count > MAX_PARTITIONS_PER_REQUEST:
         raise KafkaError(
             ErrorCode.policy_violation, "Unable to perform excessively large batch operation."
@@ -42,8 +47,7 @@ def check_new_partitions(
                 f"Partition directory {longest!r} would be longer than the file system's "
                 f"{MAX_DIR_NAME_BYTES} bytes.",
             )
-    config = broker.config
-    held = _partition_count(broker.metadata.topics.values())
+    held = _partition_count(metadata.topics.values())
     limit = config.get("max.partitions")
     if held + count > limit:
         raise KafkaError(
@@ -52,8 +56,8 @@ def check_new_partitions(
             f"has {held}.",
         )
     per_broker = config.get("max.broker.partitions")
-    live = list(broker.metadata.brokers) or [broker.broker_id]
-    held_by = _replica_counts(broker)
+    live = list(metadata.brokers) or [local_id]
+    held_by = _replica_counts(metadata)
     room = sum(max(per_broker - held_by[b], 0) for b in live)
     if count * replication_factor > room:
         raise KafkaError(
@@ -63,10 +67,12 @@ def check_new_partitions(
         )
 
 
-def check_broker_limit(broker: Broker, assignment: Mapping[int, Sequence[int]]) -> None:
+def check_broker_limit(
+    config: BrokerConfig, metadata: MetadataCache, assignment: Mapping[int, Sequence[int]]
+) -> None:
     """Refuse an assignment that puts more than max.broker.partitions on any broker."""
-    limit = broker.config.get("max.broker.partitions")
-    held = _replica_counts(broker)
+    limit = config.get("max.broker.partitions")
+    held = _replica_counts(metadata)
     added = Counter(r for replicas in assignment.values() for r in replicas)
     for broker_id, count in sorted(added.items()):
         if held[broker_id] + count > limit:
@@ -81,10 +87,10 @@ def _partition_count(topics) -> int:
     return sum(len(info.assignment) for info in topics)
 
 
-def _replica_counts(broker: Broker) -> Counter:
+def _replica_counts(metadata: MetadataCache) -> Counter:
     return Counter(
         r
-        for info in list(broker.metadata.topics.values())
+        for info in list(metadata.topics.values())
         for replicas in info.assignment.values()
         for r in replicas
     )

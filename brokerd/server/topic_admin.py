@@ -1,19 +1,19 @@
-"""Topic creation shared by CreateTopics and Metadata auto-creation: names, sizes, configs."""
+"""Topic creation shared by CreateTopics, Metadata auto-creation and the group coordinator:
+names, sizes, configs."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from brokerd.config import ConfigError, validate_topic_overrides
-from brokerd.coordination.metadata import TopicInfo
+from brokerd.config import BrokerConfig, ConfigError, validate_topic_overrides
+from brokerd.coordination.controller import Controller
+from brokerd.coordination.metadata import MetadataCache, TopicInfo
 from brokerd.protocol.errors import ErrorCode, KafkaError
+from brokerd.replication.replica_manager import ReplicaManager
 
 from .partition_limits import check_broker_limit, check_new_partitions
-
-if TYPE_CHECKING:
-    from .broker import Broker
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -51,91 +51,125 @@ def validate_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     return cleaned
 
 
-def plan_assignment(
-    broker: Broker,
-    num_partitions: int,
-    replication_factor: int,
-    explicit: Mapping[int, Sequence[int]] | None = None,
-    first_partition: int = 0,
-    topic: str | None = None,
-) -> dict[int, list[int]]:
-    """The replica assignment for new partitions: explicit (checked) or round-robin, within
-    the partition limits (checked before anything is laid out)."""
-    if explicit:
-        check_new_partitions(
-            broker, topic, len(explicit), max(map(len, explicit.values())), first_partition
-        )
-        live = set(broker.metadata.brokers)
-        assignment = {}
-        sizes = set()
-        for index, (partition, replicas) in enumerate(sorted(explicit.items())):
-            if partition != first_partition + index:
-                raise KafkaError(
-                    ErrorCode.invalid_replica_assignment,
-                    "Partitions should be a consecutive 0-based integer sequence",
-                )
-            if len(set(replicas)) != len(replicas) or not replicas:
-                raise KafkaError(
-                    ErrorCode.invalid_replica_assignment,
-                    f"Duplicate or empty replica list for partition {partition}",
-                )
-            unknown = [r for r in replicas if r not in live]
-            if unknown:
-                raise KafkaError(
-                    ErrorCode.invalid_replica_assignment, f"Unknown broker(s) {unknown}"
-                )
-            sizes.add(len(replicas))
-            assignment[partition] = list(replicas)
-        if len(sizes) > 1:
-            raise KafkaError(
-                ErrorCode.invalid_replica_assignment,
-                "All partitions should have the same number of replicas",
+class TopicAdmin:
+    """Creates topics for CreateTopics, Metadata auto-creation and the group coordinator's
+    __consumer_offsets: plans the assignment, writes it through the controller, then takes
+    this broker's share of the new partitions."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        broker_id: int,
+        metadata: MetadataCache,
+        controller: Controller,
+        replicas: ReplicaManager,
+        lock: asyncio.Lock,
+    ):
+        self.config = config
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self.controller = controller
+        self.replicas = replicas
+        self.lock = lock  # topic creation, deletion, partition changes: one at a time
+
+    def plan_assignment(
+        self,
+        num_partitions: int,
+        replication_factor: int,
+        explicit: Mapping[int, Sequence[int]] | None = None,
+        first_partition: int = 0,
+        topic: str | None = None,
+    ) -> dict[int, list[int]]:
+        """The replica assignment for new partitions: explicit (checked) or round-robin, within
+        the partition limits (checked before anything is laid out)."""
+        if explicit:
+            check_new_partitions(
+                self.config,
+                self.metadata,
+                self.broker_id,
+                topic,
+                len(explicit),
+                max(map(len, explicit.values())),
+                first_partition,
             )
-        check_broker_limit(broker, assignment)
+            live = set(self.metadata.brokers)
+            assignment = {}
+            sizes = set()
+            for index, (partition, replicas) in enumerate(sorted(explicit.items())):
+                if partition != first_partition + index:
+                    raise KafkaError(
+                        ErrorCode.invalid_replica_assignment,
+                        "Partitions should be a consecutive 0-based integer sequence",
+                    )
+                if len(set(replicas)) != len(replicas) or not replicas:
+                    raise KafkaError(
+                        ErrorCode.invalid_replica_assignment,
+                        f"Duplicate or empty replica list for partition {partition}",
+                    )
+                unknown = [r for r in replicas if r not in live]
+                if unknown:
+                    raise KafkaError(
+                        ErrorCode.invalid_replica_assignment, f"Unknown broker(s) {unknown}"
+                    )
+                sizes.add(len(replicas))
+                assignment[partition] = list(replicas)
+            if len(sizes) > 1:
+                raise KafkaError(
+                    ErrorCode.invalid_replica_assignment,
+                    "All partitions should have the same number of replicas",
+                )
+            check_broker_limit(self.config, self.metadata, assignment)
+            return assignment
+        if num_partitions < 1:
+            raise KafkaError(
+                ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
+            )
+        if replication_factor < 1:
+            raise KafkaError(
+                ErrorCode.invalid_replication_factor, "Replication factor must be larger than 0."
+            )
+        brokers = len(self.metadata.brokers) or 1
+        if replication_factor > brokers:
+            raise KafkaError(
+                ErrorCode.invalid_replication_factor,
+                f"Replication factor: {replication_factor} larger than available brokers: {brokers}.",
+            )
+        check_new_partitions(
+            self.config,
+            self.metadata,
+            self.broker_id,
+            topic,
+            num_partitions,
+            replication_factor,
+            first_partition,
+        )
+        assignment = self.controller.assign_replicas(
+            num_partitions, replication_factor, first_partition
+        )
+        check_broker_limit(self.config, self.metadata, assignment)
         return assignment
-    if num_partitions < 1:
-        raise KafkaError(
-            ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
-        )
-    if replication_factor < 1:
-        raise KafkaError(
-            ErrorCode.invalid_replication_factor, "Replication factor must be larger than 0."
-        )
-    brokers = len(broker.metadata.brokers) or 1
-    if replication_factor > brokers:
-        raise KafkaError(
-            ErrorCode.invalid_replication_factor,
-            f"Replication factor: {replication_factor} larger than available brokers: {brokers}.",
-        )
-    check_new_partitions(broker, topic, num_partitions, replication_factor, first_partition)
-    assignment = broker.controller.assign_replicas(
-        num_partitions, replication_factor, first_partition
-    )
-    check_broker_limit(broker, assignment)
-    return assignment
 
-
-async def create_topic(
-    broker: Broker,
-    name: str,
-    num_partitions: int,
-    replication_factor: int,
-    configs: Mapping[str, str | None] | None = None,
-    explicit_assignment: Mapping[int, Sequence[int]] | None = None,
-    validate_only: bool = False,
-) -> tuple[dict[int, list[int]], dict[str, str], TopicInfo | None]:
-    validate_topic_name(name)
-    # One creation at a time: pipelined Metadata requests for one new topic must not see it
-    # half-made (assignment written, partition states not yet).
-    async with broker.admin_lock:
-        if broker.metadata.topic(name) is not None:
-            raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-        overrides = validate_configs(configs or {})
-        assignment = plan_assignment(
-            broker, num_partitions, replication_factor, explicit_assignment, topic=name
-        )
-        if validate_only:
-            return assignment, overrides, None
-        info = await broker.controller.create_topic(name, assignment, overrides)
-        await broker.replicas.sync_leadership()
-        return assignment, overrides, info
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str | None] | None = None,
+        explicit_assignment: Mapping[int, Sequence[int]] | None = None,
+        validate_only: bool = False,
+    ) -> tuple[dict[int, list[int]], dict[str, str], TopicInfo | None]:
+        validate_topic_name(name)
+        # One creation at a time: pipelined Metadata requests for one new topic must not see it
+        # half-made (assignment written, partition states not yet).
+        async with self.lock:
+            if self.metadata.topic(name) is not None:
+                raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+            overrides = validate_configs(configs or {})
+            assignment = self.plan_assignment(
+                num_partitions, replication_factor, explicit_assignment, topic=name
+            )
+            if validate_only:
+                return assignment, overrides, None
+            info = await self.controller.create_topic(name, assignment, overrides)
+            await self.replicas.sync_leadership()
+            return assignment, overrides, info

@@ -21,7 +21,7 @@ class _Server:
 
     def __init__(self) -> None:
         self.token = "t0ken"
-        self.broker = SimpleNamespace(metrics=BrokerMetrics())
+        self.ctx = SimpleNamespace(metrics=BrokerMetrics())
 
 
 async def _boom(_request: web.Request) -> web.Response:
@@ -54,7 +54,7 @@ async def test_unexpected_exception_is_a_logged_json_500(caplog):
 
     samples = {
         (s.labels["route"], s.labels["status"]): s.value
-        for metric in server.broker.metrics.admin_requests.collect()
+        for metric in server.ctx.metrics.admin_requests.collect()
         for s in metric.samples
         if s.name.endswith("_total")
     }

@@ -7,8 +7,10 @@ from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 from brokerd.protocol.versions import SUPPORTED
 
+from .context import HandlerContext
 
-async def handle_api_versions(broker, request: Request):
+
+async def handle_api_versions(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     api_keys = tuple(
         build(module.ApiVersion, api_key=key, min_version=r.min_version, max_version=r.max_version)

@@ -36,6 +36,7 @@ from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
 from ..topic_admin import validate_topic_name
+from .context import HandlerContext
 
 log = logging.getLogger(__name__)
 
@@ -167,9 +168,9 @@ def _config_synonyms(
     return found
 
 
-def describe_topic(broker, overrides: Mapping[str, str], keys, include_synonyms: bool):
+def describe_topic(ctx: HandlerContext, overrides: Mapping[str, str], keys, include_synonyms: bool):
     """Every topic config of a topic with these overrides (also CreateTopics' answer)."""
-    config = broker.config
+    config = ctx.config
     entries = []
     for name, definition in ALL_TOPIC_CONFIGS.items():
         if keys and name not in keys:
@@ -219,10 +220,10 @@ def _broker_entry(config, name: str, value: Any, per_broker: bool, include_synon
     )
 
 
-def describe_broker(broker, keys, include_synonyms: bool, per_broker: bool = True):
+def describe_broker(ctx: HandlerContext, keys, include_synonyms: bool, per_broker: bool = True):
     """This broker's configs: every config Kafka's brokers list (and brokerd's own), plus
     whatever was set; for the cluster-wide default entity only what is set there."""
-    config = broker.config
+    config = ctx.config
     if per_broker:
         names = [
             n
@@ -243,7 +244,7 @@ def describe_broker(broker, keys, include_synonyms: bool, per_broker: bool = Tru
     return entries
 
 
-def _broker_entity(broker, resource_name: str) -> str:
+def _broker_entity(ctx: HandlerContext, resource_name: str) -> str:
     """The ZooKeeper entity: this broker's id, or <default> for the cluster-wide default."""
     if resource_name == "":
         return zk_data.DEFAULT_BROKER_ENTITY
@@ -251,32 +252,32 @@ def _broker_entity(broker, resource_name: str) -> str:
         raise KafkaError(
             ErrorCode.invalid_request, f"Node id must be an integer, but it is: {resource_name}"
         )
-    if int(resource_name) != broker.broker_id:
+    if int(resource_name) != ctx.broker_id:
         raise KafkaError(
             ErrorCode.invalid_request,
-            f"Unexpected broker id, expected {broker.broker_id}, but received {resource_name}",
+            f"Unexpected broker id, expected {ctx.broker_id}, but received {resource_name}",
         )
-    return str(broker.broker_id)
+    return str(ctx.broker_id)
 
 
-def _describe_one(broker, resource, include_synonyms: bool):
+def _describe_one(ctx: HandlerContext, resource, include_synonyms: bool):
     keys = set(resource.configuration_keys or ())
     if resource.resource_type == TOPIC:
         validate_topic_name(resource.resource_name)
-        info = broker.metadata.topic(resource.resource_name)
+        info = ctx.metadata.topic(resource.resource_name)
         if info is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition)
-        return describe_topic(broker, info.configs, keys, include_synonyms)
+        return describe_topic(ctx, info.configs, keys, include_synonyms)
     if resource.resource_type == BROKER:
-        entity = _broker_entity(broker, resource.resource_name)
+        entity = _broker_entity(ctx, resource.resource_name)
         per_broker = entity != zk_data.DEFAULT_BROKER_ENTITY
-        return describe_broker(broker, keys, include_synonyms, per_broker)
+        return describe_broker(ctx, keys, include_synonyms, per_broker)
     raise KafkaError(
         ErrorCode.invalid_request, f"Unsupported resource type: {resource.resource_type}"
     )
 
 
-async def handle_describe_configs(broker, request: Request):
+async def handle_describe_configs(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     include_synonyms = getattr(body, "include_synonyms", False)
@@ -285,7 +286,7 @@ async def handle_describe_configs(broker, request: Request):
     for resource in body.resources:
         error, message, entries = ErrorCode.none, None, []
         try:
-            entries = _describe_one(broker, resource, include_synonyms)
+            entries = _describe_one(ctx, resource, include_synonyms)
         except Exception as exc:  # noqa: BLE001 - per-resource answer
             error, message = error_code_of(exc), getattr(exc, "message", None)
             if error == ErrorCode.unknown_server_error:
@@ -413,44 +414,44 @@ def _preprocess(resources, incremental: bool) -> dict[int, KafkaError]:
     return refused
 
 
-async def _alter_topic(broker, resource, new_configs_of, validate_only: bool) -> None:
+async def _alter_topic(ctx: HandlerContext, resource, new_configs_of, validate_only: bool) -> None:
     name = resource.resource_name
     if not name:
         raise KafkaError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
-    info = broker.metadata.topic(name)
+    info = ctx.metadata.topic(name)
     if info is None:
         raise KafkaError(
             ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
         )
     updated = new_configs_of(info.configs, _topic_type, _topic_default)
     try:
-        validate_topic_overrides(updated, broker.config.explicit)
+        validate_topic_overrides(updated, ctx.config.explicit)
     except ConfigError as exc:
         raise KafkaError(ErrorCode.invalid_config, str(exc)) from exc
     if not validate_only:
-        await broker.controller.alter_topic_config(info.name, updated)
-        broker.replicas.refresh_topic_config(info.name)
+        await ctx.controller.alter_topic_config(info.name, updated)
+        ctx.replicas.refresh_topic_config(info.name)
 
 
-async def _stored_broker_configs(broker, entity: str) -> dict[str, str]:
+async def _stored_broker_configs(ctx: HandlerContext, entity: str) -> dict[str, str]:
     """The entity's configs in ZooKeeper, less what the broker would ignore in them
     (DynamicBrokerConfig.fromPersistentProps)."""
-    found = await broker.zk.get_json(zk_data.broker_config_path(entity))
+    found = await ctx.zk.get_json(zk_data.broker_config_path(entity))
     stored = ((found[0] or {}).get("config") or {}) if found is not None else {}
     raw = {str(k): str(v) for k, v in stored.items()}
-    kept = broker.config.validate_dynamic_lenient(
+    kept = ctx.config.validate_dynamic_lenient(
         raw, per_broker=entity != zk_data.DEFAULT_BROKER_ENTITY
     )
     return {k: v for k, v in raw.items() if k in kept}
 
 
-async def _alter_broker(broker, resource, new_configs_of, validate_only: bool) -> None:
-    entity = _broker_entity(broker, resource.resource_name)
+async def _alter_broker(ctx: HandlerContext, resource, new_configs_of, validate_only: bool) -> None:
+    entity = _broker_entity(ctx, resource.resource_name)
     per_broker = entity != zk_data.DEFAULT_BROKER_ENTITY
-    current = await _stored_broker_configs(broker, entity)
+    current = await _stored_broker_configs(ctx, entity)
     updated = new_configs_of(current, _broker_type, _broker_default)
     try:
-        broker.config.validate_dynamic(updated, per_broker=per_broker)
+        ctx.config.validate_dynamic(updated, per_broker=per_broker)
     except ConfigError as exc:
         # ConfigAdminManager answers a refused broker change with INVALID_REQUEST.
         raise KafkaError(ErrorCode.invalid_request, str(exc)) from exc
@@ -464,7 +465,7 @@ async def _alter_broker(broker, resource, new_configs_of, validate_only: bool) -
             "Password config can be defined only at broker level"
             if not per_broker
             else "Password encoder secret not configured"
-            if broker.config.get("password.encoder.secret") is None
+            if ctx.config.get("password.encoder.secret") is None
             else "brokerd does not store dynamic passwords"
         )
         raise KafkaError(
@@ -472,23 +473,23 @@ async def _alter_broker(broker, resource, new_configs_of, validate_only: bool) -
             "Invalid config value for resource ConfigResource(type=BROKER, "
             f"name='{resource.resource_name}'): {reason}",
         )
-    await broker.controller.alter_broker_config(entity, updated)
-    await broker.load_dynamic_broker_config()
-    broker.replicas.refresh_all_configs()
+    await ctx.controller.alter_broker_config(entity, updated)
+    await ctx.dynamic_configs.load()
+    ctx.replicas.refresh_all_configs()
 
 
-async def _alter(broker, resource, new_configs_of, validate_only: bool) -> None:
+async def _alter(ctx: HandlerContext, resource, new_configs_of, validate_only: bool) -> None:
     if resource.resource_type == TOPIC:
-        await _alter_topic(broker, resource, new_configs_of, validate_only)
+        await _alter_topic(ctx, resource, new_configs_of, validate_only)
     elif resource.resource_type == BROKER:
-        await _alter_broker(broker, resource, new_configs_of, validate_only)
+        await _alter_broker(ctx, resource, new_configs_of, validate_only)
     else:
         raise KafkaError(
             ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}"
         )
 
 
-async def _alter_all(broker, request: Request, incremental: bool):
+async def _alter_all(ctx: HandlerContext, request: Request, incremental: bool):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     refused = _preprocess(body.resources, incremental)
@@ -507,8 +508,8 @@ async def _alter_all(broker, request: Request, incremental: bool):
         try:
             if index in refused:
                 raise refused[index]
-            async with broker.admin_lock:
-                await _alter(broker, resource, new_configs_of, body.validate_only)
+            async with ctx.admin_lock:
+                await _alter(ctx, resource, new_configs_of, body.validate_only)
         except Exception as exc:  # noqa: BLE001 - per-resource answer
             error = error_code_of(exc)
             message = getattr(exc, "message", None) or str(exc)
@@ -529,12 +530,12 @@ async def _alter_all(broker, request: Request, incremental: bool):
     return build(response_type, throttle_time=NO_THROTTLE, responses=tuple(responses))
 
 
-async def handle_alter_configs(broker, request: Request):
-    return await _alter_all(broker, request, incremental=False)
+async def handle_alter_configs(ctx: HandlerContext, request: Request):
+    return await _alter_all(ctx, request, incremental=False)
 
 
-async def handle_incremental_alter_configs(broker, request: Request):
-    return await _alter_all(broker, request, incremental=True)
+async def handle_incremental_alter_configs(ctx: HandlerContext, request: Request):
+    return await _alter_all(ctx, request, incremental=True)
 
 
 HANDLERS = {

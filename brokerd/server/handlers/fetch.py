@@ -20,6 +20,7 @@ from brokerd.protocol.framing import SIZE, Request, response_header
 from ..cluster_action import request_from_broker
 from ..connection import ResponseParts
 from ..fetch_session import FINAL_EPOCH, INITIAL_EPOCH, NO_SESSION, SessionPartition
+from .context import HandlerContext
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +43,10 @@ class PartitionResult:
         return self.region.length if self.region is not None else 0
 
 
-async def handle_fetch(broker, request: Request):
+async def handle_fetch(ctx: HandlerContext, request: Request):
     body = request.body
     version = request.api_version
-    sessions = broker.fetch_sessions
+    sessions = ctx.fetch_sessions
     session = None
     error = ErrorCode.none
     response_session_id = NO_SESSION
@@ -58,7 +59,7 @@ async def handle_fetch(broker, request: Request):
             requested[(topic.topic, p.partition)] = SessionPartition(
                 p.fetch_offset, p.partition_max_bytes, getattr(p, "current_leader_epoch", -1)
             )
-    if body.replica_id >= 0 and not request_from_broker(broker):
+    if body.replica_id >= 0 and not request_from_broker(ctx.config):
         # A follower's fetch moves the HW and the ISR: from a client listener it gets what
         # Kafka answers a follower without CLUSTER_ACTION, and touches no fetch session.
         refused = [
@@ -95,29 +96,29 @@ async def handle_fetch(broker, request: Request):
     incremental = session is not None and epoch not in (INITIAL_EPOCH, FINAL_EPOCH)
     max_wait = body.max_wait.total_seconds()
     deadline = time.monotonic() + max(max_wait, 0)
-    max_bytes = min(getattr(body, "max_bytes", 0x7FFFFFFF), broker.config.get("fetch.max.bytes"))
+    max_bytes = min(getattr(body, "max_bytes", 0x7FFFFFFF), ctx.config.get("fetch.max.bytes"))
     isolation = getattr(body, "isolation_level", 0)
     while True:
-        results = _read_all(broker, wanted, max_bytes, body.replica_id)
+        results = _read_all(ctx, wanted, max_bytes, body.replica_id)
         total = sum(r.size for r in results)
         has_error = any(r.error != ErrorCode.none for r in results)
         remaining = deadline - time.monotonic()
         if total >= body.min_bytes or has_error or remaining <= 0 or not wanted:
             break
         _release(results)  # not enough yet: read again after the wait
-        await broker.replicas.purgatory.wait(list(wanted), remaining)
-        if broker.replicas.purgatory.closed:
-            results = _read_all(broker, wanted, max_bytes, body.replica_id)
+        await ctx.replicas.purgatory.wait(list(wanted), remaining)
+        if ctx.replicas.purgatory.closed:
+            results = _read_all(ctx, wanted, max_bytes, body.replica_id)
             break
 
     if incremental:
         results = [r for r in results if _changed(wanted[(r.topic, r.partition)], r)]
     if session is not None:
         for r in results:
-            state = session.partitions.get((r.topic, r.partition))
-            if state is not None:
-                state.last_high_watermark = r.high_watermark
-                state.last_log_start_offset = r.log_start_offset
+            kept = session.partitions.get((r.topic, r.partition))
+            if kept is not None:
+                kept.last_high_watermark = r.high_watermark
+                kept.last_log_start_offset = r.log_start_offset
     return _encode(request, error, response_session_id, results, isolation, version)
 
 
@@ -136,24 +137,26 @@ def _changed(state: SessionPartition, result: PartitionResult) -> bool:
     )
 
 
-def _read_all(broker, wanted, max_bytes: int, replica_id: int) -> list[PartitionResult]:
+def _read_all(
+    ctx: HandlerContext, wanted, max_bytes: int, replica_id: int
+) -> list[PartitionResult]:
     """Consumers read below the HW; followers (replica_id >= 0) up to the LEO, and their
     fetch offset tells the leader their LEO."""
     from_replica = replica_id >= 0
-    results = []
+    results: list[PartitionResult] = []
     remaining = max_bytes
     for (topic, partition), state in wanted.items():
         result = PartitionResult(topic, partition)
         leader = None
         try:
-            leader = broker.replicas.leader(topic, partition)
+            leader = ctx.replicas.leader(topic, partition)
             if state.current_leader_epoch >= 0:
                 if state.current_leader_epoch < leader.leader_epoch:
                     raise KafkaError(ErrorCode.fenced_leader_epoch)
                 if state.current_leader_epoch > leader.leader_epoch:
                     raise KafkaError(ErrorCode.unknown_leader_epoch)
             if from_replica:
-                broker.replicas.record_follower_fetch(replica_id, leader, state.fetch_offset)
+                ctx.replicas.record_follower_fetch(replica_id, leader, state.fetch_offset)
             partition_log = leader.log
             high_watermark = partition_log.high_watermark
             result.high_watermark = high_watermark

@@ -19,6 +19,7 @@ from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
 from ..connection import current_peer
+from .context import HandlerContext
 from .metadata import request_listener_name
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def _client_host() -> str:
 
 
 # FindCoordinator --------------------------------------------------------------------------------
-async def _find(broker, key: str, key_type: int) -> dict:
+async def _find(ctx: HandlerContext, key: str, key_type: int) -> dict:
     missing = {"node_id": -1, "host": "", "port": -1}
     if key_type == TRANSACTION_KEY_TYPE:
         # No transaction coordinator here. COORDINATOR_NOT_AVAILABLE (what Kafka answers when
@@ -64,13 +65,13 @@ async def _find(broker, key: str, key_type: int) -> dict:
             "error_message": f"unsupported coordinator key type {key_type}",
         }
     try:
-        await broker.groups.ensure_offsets_topic()
+        await ctx.groups.ensure_offsets_topic()
     except KafkaError as exc:
         log.warning("creating %s failed: %s", offsets_topic.TOPIC, exc)
         return {**missing, "error_code": E.coordinator_not_available, "error_message": None}
-    leader = broker.groups.coordinator_for(key)
-    info = broker.metadata.brokers.get(leader) if leader is not None else None
-    endpoint = info.endpoint(request_listener_name(broker)) if info is not None else None
+    leader = ctx.groups.coordinator_for(key)
+    info = ctx.metadata.brokers.get(leader) if leader is not None else None
+    endpoint = info.endpoint(request_listener_name(ctx.config)) if info is not None else None
     if endpoint is None:
         return {**missing, "error_code": E.coordinator_not_available, "error_message": None}
     return {
@@ -82,30 +83,30 @@ async def _find(broker, key: str, key_type: int) -> dict:
     }
 
 
-async def handle_find_coordinator(broker, request: Request):
+async def handle_find_coordinator(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     key_type = getattr(body, "key_type", GROUP_KEY_TYPE)
     if request.api_version >= 4:
         coordinators = []
         for key in body.coordinator_keys:
-            found = await _find(broker, key, key_type)
+            found = await _find(ctx, key, key_type)
             coordinators.append(build(module.Coordinator, key=key, **found))
         return build(
             module.FindCoordinatorResponse,
             throttle_time=NO_THROTTLE,
             coordinators=tuple(coordinators),
         )
-    found = await _find(broker, body.key, key_type)
+    found = await _find(ctx, body.key, key_type)
     return build(module.FindCoordinatorResponse, throttle_time=NO_THROTTLE, **found)
 
 
 # JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------------------
-async def handle_join_group(broker, request: Request):
+async def handle_join_group(ctx: HandlerContext, request: Request):
     body = request.body
     version = request.api_version
     module = response_module(request.api_key, version)
-    result = await broker.groups.join_group(
+    result = await ctx.groups.join_group(
         group_id=body.group_id,
         member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None),
@@ -143,10 +144,10 @@ async def handle_join_group(broker, request: Request):
     )
 
 
-async def handle_sync_group(broker, request: Request):
+async def handle_sync_group(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
-    error, assignment, group = await broker.groups.sync_group(
+    error, assignment, group = await ctx.groups.sync_group(
         group_id=body.group_id,
         generation_id=body.generation_id,
         member_id=body.member_id,
@@ -165,10 +166,10 @@ async def handle_sync_group(broker, request: Request):
     )
 
 
-async def handle_heartbeat(broker, request: Request):
+async def handle_heartbeat(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
-    error = broker.groups.heartbeat(
+    error = ctx.groups.heartbeat(
         body.group_id,
         body.generation_id,
         body.member_id,
@@ -177,14 +178,14 @@ async def handle_heartbeat(broker, request: Request):
     return build(module.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=error)
 
 
-async def handle_leave_group(broker, request: Request):
+async def handle_leave_group(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     if request.api_version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in body.members]
     else:
         leaving = [(body.member_id, None)]
-    error, results = broker.groups.leave_group(body.group_id, leaving)
+    error, results = ctx.groups.leave_group(body.group_id, leaving)
     if request.api_version < 3:
         # One member, one error: the member's own error becomes the response's.
         if not error and results:
@@ -207,15 +208,15 @@ async def handle_leave_group(broker, request: Request):
 
 
 # OffsetCommit / OffsetFetch ---------------------------------------------------------------
-async def handle_offset_commit(broker, request: Request):
+async def handle_offset_commit(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     retention = getattr(body, "retention_time", None)
     retention_ms = _ms(retention) if retention is not None else -1
-    requested: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    requested: dict[tuple[str, int], tuple[int, int | None, str | None]] = {}
     unknown: dict[tuple[str, int], int] = {}
     for topic in body.topics:
-        info = broker.metadata.topic(topic.name)
+        info = ctx.metadata.topic(topic.name)
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
             if info is None or partition.partition_index not in info.assignment:
@@ -229,7 +230,7 @@ async def handle_offset_commit(broker, request: Request):
     errors = dict(unknown)
     if requested:
         errors.update(
-            await broker.groups.commit_offsets(
+            await ctx.groups.commit_offsets(
                 body.group_id,
                 body.generation_id_or_member_epoch,
                 body.member_id,
@@ -285,25 +286,25 @@ def _fetched_topics(module, topic_cls, partition_cls, error, offsets, requested_
     return tuple(out)
 
 
-def _fetch_group(broker, group_id: str, topics) -> tuple[int, dict, list | None]:
+def _fetch_group(ctx: HandlerContext, group_id: str, topics) -> tuple[int, dict, list | None]:
     requested = None
     if topics is not None:
         requested = [(t.name, list(t.partition_indexes)) for t in topics]
     partitions = None
     if requested is not None:
         partitions = [(name, p) for name, ps in requested for p in ps]
-    error, offsets = broker.groups.fetch_offsets(group_id, partitions)
+    error, offsets = ctx.groups.fetch_offsets(group_id, partitions)
     return error, offsets, requested
 
 
-async def handle_offset_fetch(broker, request: Request):
+async def handle_offset_fetch(ctx: HandlerContext, request: Request):
     body = request.body
     version = request.api_version
     module = response_module(request.api_key, version)
     if version >= 8:
         groups = []
         for group in body.groups:
-            error, offsets, requested = _fetch_group(broker, group.group_id, group.topics)
+            error, offsets, requested = _fetch_group(ctx, group.group_id, group.topics)
             groups.append(
                 build(
                     module.OffsetFetchResponseGroup,
@@ -320,7 +321,7 @@ async def handle_offset_fetch(broker, request: Request):
                 )
             )
         return build(module.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    error, offsets, requested = _fetch_group(broker, body.group_id, body.topics)
+    error, offsets, requested = _fetch_group(ctx, body.group_id, body.topics)
     if version < 2:
         # v1 has no top-level error: each requested partition carries it.
         topics = _fetched_topics(
@@ -346,10 +347,10 @@ async def handle_offset_fetch(broker, request: Request):
 
 
 # ListGroups / DescribeGroups / DeleteGroups / OffsetDelete ----------------------------------------
-async def handle_list_groups(broker, request: Request):
+async def handle_list_groups(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
-    error, overviews = broker.groups.list_groups()
+    error, overviews = ctx.groups.list_groups()
     states = {s.lower() for s in getattr(body, "states_filter", ()) or ()}
     types = {t.lower() for t in getattr(body, "types_filter", ()) or ()}
     listed = []
@@ -416,7 +417,7 @@ def _described_group(module, version: int, group_id: str, error, group, operatio
     )
 
 
-async def handle_describe_groups(broker, request: Request):
+async def handle_describe_groups(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     operations = (
@@ -426,37 +427,37 @@ async def handle_describe_groups(broker, request: Request):
     )
     described = []
     for group_id in body.groups:
-        error, group = broker.groups.describe_group(group_id)
+        error, group = ctx.groups.describe_group(group_id)
         described.append(
             _described_group(module, request.api_version, group_id, error, group, operations)
         )
     return build(module.DescribeGroupsResponse, throttle_time=NO_THROTTLE, groups=tuple(described))
 
 
-async def handle_delete_groups(broker, request: Request):
+async def handle_delete_groups(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     results = []
     for group_id in body.groups_names:
-        error = await broker.groups.delete_group(group_id)
+        error = await ctx.groups.delete_group(group_id)
         results.append(build(module.DeletableGroupResult, group_id=group_id, error_code=error))
     return build(module.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
 
 
-async def handle_offset_delete(broker, request: Request):
+async def handle_offset_delete(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     partitions = []
     unknown = {}
     for topic in body.topics:
-        info = broker.metadata.topic(topic.name)
+        info = ctx.metadata.topic(topic.name)
         for p in topic.partitions:
             key = (topic.name, p.partition_index)
             if info is None or p.partition_index not in info.assignment:
                 unknown[key] = E.unknown_topic_or_partition
             else:
                 partitions.append(key)
-    error, results = await broker.groups.delete_offsets(body.group_id, partitions)
+    error, results = await ctx.groups.delete_offsets(body.group_id, partitions)
     if error:
         return build(
             module.OffsetDeleteResponse, throttle_time=NO_THROTTLE, error_code=error, topics=()

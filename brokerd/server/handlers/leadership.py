@@ -18,6 +18,7 @@ from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
 from ..cluster_action import request_from_broker
+from .context import HandlerContext
 
 log = logging.getLogger(__name__)
 
@@ -29,18 +30,16 @@ MESSAGES = {
 }
 
 
-async def handle_controlled_shutdown(broker, request: Request):
+async def handle_controlled_shutdown(ctx: HandlerContext, request: Request):
     body = request.body
-    if not request_from_broker(broker):
+    if not request_from_broker(ctx.config):
         log.info(
             "refusing ControlledShutdown for broker %d: not on a broker listener", body.broker_id
         )
         return interbroker.ControlledShutdownResponse(
             error_code=ErrorCode.cluster_authorization_failed, remaining_partitions=()
         )
-    error, remaining = await broker.controller.controlled_shutdown(
-        body.broker_id, body.broker_epoch
-    )
+    error, remaining = await ctx.controller.controlled_shutdown(body.broker_id, body.broker_epoch)
     return interbroker.ControlledShutdownResponse(
         error_code=error,
         remaining_partitions=tuple(
@@ -50,7 +49,7 @@ async def handle_controlled_shutdown(broker, request: Request):
     )
 
 
-async def handle_elect_leaders(broker, request: Request):
+async def handle_elect_leaders(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     election_type = getattr(body, "election_type", election.PREFERRED)
@@ -79,7 +78,7 @@ async def handle_elect_leaders(broker, request: Request):
     if election_type not in (election.PREFERRED, election.UNCLEAN):
         return respond(ErrorCode.invalid_request, {})
     try:
-        results = await broker.controller.elect_leaders(election_type, partitions)
+        results = await ctx.controller.elect_leaders(election_type, partitions)
     except KafkaError as exc:
         # v0 has no top-level error: every asked-for partition carries it.
         return respond(exc.error_code, dict.fromkeys(partitions or [], exc.error_code))

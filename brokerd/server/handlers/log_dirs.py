@@ -9,13 +9,15 @@ from brokerd.protocol.errors import ErrorCode
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
+from .context import HandlerContext
 
-async def handle_describe_log_dirs(broker, request: Request):
+
+async def handle_describe_log_dirs(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     wanted = None
     if request.body.topics is not None:
         wanted = {(t.topic, p) for t in request.body.topics for p in t.partitions}
-    log_manager = broker.log_manager
+    log_manager = ctx.log_manager
     by_dir: dict[str, dict[str, list]] = {str(d): defaultdict(list) for d in log_manager.log_dirs}
     for partition_log in log_manager.all_logs():
         key = (partition_log.topic, partition_log.partition)

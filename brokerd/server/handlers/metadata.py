@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import logging
 
+from brokerd.config import BrokerConfig
 from brokerd.coordination.zk_data import kafka_uuid_to_uuid, uuid_to_kafka
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
 from ..connection import current_listener
-from ..topic_admin import INTERNAL_TOPICS, create_topic, validate_topic_name
+from ..topic_admin import INTERNAL_TOPICS, validate_topic_name
+from .context import HandlerContext
 
 log = logging.getLogger(__name__)
 
 ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
-def _broker_entries(broker, cls, listener_name: str, id_field: str) -> tuple:
+def _broker_entries(ctx: HandlerContext, cls, listener_name: str, id_field: str) -> tuple:
     out = []
-    for broker_id, info in sorted(broker.metadata.brokers.items()):
+    for broker_id, info in sorted(ctx.metadata.brokers.items()):
         endpoint = info.endpoint(listener_name)
         if endpoint is None:
             continue  # Kafka lists only brokers reachable on the listener asked through
@@ -35,16 +37,16 @@ def _broker_entries(broker, cls, listener_name: str, id_field: str) -> tuple:
     return tuple(out)
 
 
-def request_listener_name(broker) -> str:
+def request_listener_name(config: BrokerConfig) -> str:
     """The listener the request came in on: Kafka answers with every broker's endpoint on
     that listener (a client on INTERNAL is sent INTERNAL addresses, one on the client
     listener never learns the inter-broker ones)."""
-    return current_listener.get() or broker.config.listeners[0].listener_name
+    return current_listener.get() or config.listeners[0].listener_name
 
 
-def _topic_entry(module, broker, info, error=ErrorCode.none):
+def _topic_entry(module, ctx: HandlerContext, info, error=ErrorCode.none):
     partitions = []
-    live = set(broker.metadata.brokers)
+    live = set(ctx.metadata.brokers)
     for partition, replicas in sorted(info.assignment.items()):
         state = info.states.get(partition)
         if state is None:
@@ -95,44 +97,44 @@ def _error_topic(module, name, error, topic_id=None):
     )
 
 
-async def handle_metadata(broker, request: Request):
+async def handle_metadata(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     # v0: an empty list means all topics; v1+: null means all, empty means none.
     all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
-    allow_auto_create = getattr(body, "allow_auto_topic_creation", True) and broker.config.get(
+    allow_auto_create = getattr(body, "allow_auto_topic_creation", True) and ctx.config.get(
         "auto.create.topics.enable"
     )
     topics = []
     if all_topics:
-        for info in sorted(broker.metadata.topics.values(), key=lambda t: t.name):
-            topics.append(_topic_entry(module, broker, info))
+        for info in sorted(ctx.metadata.topics.values(), key=lambda t: t.name):
+            topics.append(_topic_entry(module, ctx, info))
     else:
         for requested in body.topics:
-            topics.append(await _requested_topic(broker, module, requested, allow_auto_create))
+            topics.append(await _requested_topic(ctx, module, requested, allow_auto_create))
     return build(
         module.MetadataResponse,
         throttle_time=NO_THROTTLE,
         brokers=_broker_entries(
-            broker, module.MetadataResponseBroker, request_listener_name(broker), "node_id"
+            ctx, module.MetadataResponseBroker, request_listener_name(ctx.config), "node_id"
         ),
-        cluster_id=broker.metadata.cluster_id,
-        controller_id=broker.metadata.controller_id,
+        cluster_id=ctx.metadata.cluster_id,
+        controller_id=ctx.metadata.controller_id,
         topics=tuple(topics),
     )
 
 
-async def _requested_topic(broker, module, requested, allow_auto_create):
+async def _requested_topic(ctx: HandlerContext, module, requested, allow_auto_create):
     name = requested.name
     topic_id = getattr(requested, "topic_id", None)
     if name is None and topic_id is not None:
-        info = broker.metadata.topic_by_id(uuid_to_kafka(topic_id))
+        info = ctx.metadata.topic_by_id(uuid_to_kafka(topic_id))
         if info is None:
             return _error_topic(module, None, ErrorCode.unknown_topic_id, topic_id)
-        return _topic_entry(module, broker, info)
-    info = broker.metadata.topic(name)
+        return _topic_entry(module, ctx, info)
+    info = ctx.metadata.topic(name)
     if info is not None:
-        return _topic_entry(module, broker, info)
+        return _topic_entry(module, ctx, info)
     try:
         validate_topic_name(name)
     except KafkaError:
@@ -140,22 +142,21 @@ async def _requested_topic(broker, module, requested, allow_auto_create):
     if not allow_auto_create:
         return _error_topic(module, name, ErrorCode.unknown_topic_or_partition)
     try:
-        _, _, info = await create_topic(
-            broker,
+        _, _, info = await ctx.topic_admin.create_topic(
             name,
-            broker.config.get("num.partitions"),
-            broker.config.get("default.replication.factor"),
+            ctx.config.get("num.partitions"),
+            ctx.config.get("default.replication.factor"),
         )
     except KafkaError as exc:
         if exc.error_code == ErrorCode.topic_already_exists:
-            info = broker.metadata.topic(name)
+            info = ctx.metadata.topic(name)
             if info is not None:
-                return _topic_entry(module, broker, info)
+                return _topic_entry(module, ctx, info)
         return _error_topic(module, name, ErrorCode.leader_not_available)
-    return _topic_entry(module, broker, info)
+    return _topic_entry(module, ctx, info)
 
 
-async def handle_describe_cluster(broker, request: Request):
+async def handle_describe_cluster(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     endpoint_type = getattr(request.body, "endpoint_type", 1)
     if endpoint_type != 1:  # 2 = controllers: KRaft only
@@ -165,7 +166,7 @@ async def handle_describe_cluster(broker, request: Request):
             error_code=ErrorCode.unsupported_endpoint_type,
             error_message="The endpoint type requested is not supported",
             endpoint_type=endpoint_type,
-            cluster_id=broker.metadata.cluster_id,
+            cluster_id=ctx.metadata.cluster_id,
             controller_id=-1,
             brokers=(),
         )
@@ -175,10 +176,10 @@ async def handle_describe_cluster(broker, request: Request):
         error_code=ErrorCode.none,
         error_message=None,
         endpoint_type=1,
-        cluster_id=broker.metadata.cluster_id,
-        controller_id=broker.metadata.controller_id,
+        cluster_id=ctx.metadata.cluster_id,
+        controller_id=ctx.metadata.controller_id,
         brokers=_broker_entries(
-            broker, module.DescribeClusterBroker, request_listener_name(broker), "broker_id"
+            ctx, module.DescribeClusterBroker, request_listener_name(ctx.config), "broker_id"
         ),
     )
 

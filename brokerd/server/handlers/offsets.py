@@ -9,6 +9,8 @@ from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
+from .context import HandlerContext
+
 log = logging.getLogger(__name__)
 
 LATEST = -1
@@ -26,8 +28,8 @@ def _check_epoch(leader, current_leader_epoch: int) -> None:
         raise KafkaError(ErrorCode.unknown_leader_epoch)
 
 
-def _list_offset(broker, topic: str, requested, from_replica: bool) -> dict:
-    leader = broker.replicas.leader(topic, requested.partition_index)
+def _list_offset(ctx: HandlerContext, topic: str, requested, from_replica: bool) -> dict:
+    leader = ctx.replicas.leader(topic, requested.partition_index)
     _check_epoch(leader, getattr(requested, "current_leader_epoch", -1))
     partition_log = leader.log
     # Clients see offsets up to the high watermark only; replicas up to the log end.
@@ -58,7 +60,7 @@ def _list_offset(broker, topic: str, requested, from_replica: bool) -> dict:
     }
 
 
-async def handle_list_offsets(broker, request: Request):
+async def handle_list_offsets(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     from_replica = body.replica_id >= 0
@@ -67,7 +69,7 @@ async def handle_list_offsets(broker, request: Request):
         partitions = []
         for requested in topic.partitions:
             try:
-                fields = _list_offset(broker, topic.name, requested, from_replica)
+                fields = _list_offset(ctx, topic.name, requested, from_replica)
                 error = ErrorCode.none
             except Exception as exc:  # noqa: BLE001 - per-partition answer
                 error = error_code_of(exc)
@@ -86,7 +88,7 @@ async def handle_list_offsets(broker, request: Request):
     return build(module.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-async def handle_delete_records(broker, request: Request):
+async def handle_delete_records(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     topics = []
@@ -96,7 +98,7 @@ async def handle_delete_records(broker, request: Request):
             low_watermark = -1
             error = ErrorCode.none
             try:
-                leader = broker.replicas.leader(topic.name, requested.partition_index)
+                leader = ctx.replicas.leader(topic.name, requested.partition_index)
                 target = requested.offset
                 if target == -1:
                     target = leader.log.high_watermark  # -1: everything below the HW

@@ -21,6 +21,7 @@ from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
 from ..request_order import effect_taken
+from .context import HandlerContext
 
 if TYPE_CHECKING:
     from brokerd.log.log import Log
@@ -63,7 +64,7 @@ def _log_append_time(ms: int) -> datetime.datetime | None:
     return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
 
 
-async def handle_produce(broker, request: Request):
+async def handle_produce(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     acks = body.acks
@@ -75,7 +76,7 @@ async def handle_produce(broker, request: Request):
         partitions = []
         for partition_data in topic_data.partition_data:
             fields, flush = _append(
-                broker, topic_data.name, partition_data, acks, request.api_version, module
+                ctx, topic_data.name, partition_data, acks, request.api_version, module
             )
             partitions.append(fields)
             if flush is not None:
@@ -92,7 +93,7 @@ async def handle_produce(broker, request: Request):
         # thread so that the loop keeps serving while the disk works.
         await asyncio.to_thread(_flush, to_flush)
     if to_replicate:
-        await _wait_for_replication(broker, to_replicate, body.timeout.total_seconds())
+        await _wait_for_replication(ctx, to_replicate, body.timeout.total_seconds())
     if acks == 0:
         return None  # the client reads no response; errors show only in broker logs
     topics = [
@@ -108,10 +109,10 @@ async def handle_produce(broker, request: Request):
     return build(module.ProduceResponse, responses=tuple(topics), throttle_time=NO_THROTTLE)
 
 
-async def _wait_for_replication(broker, pending, timeout: float) -> None:
+async def _wait_for_replication(ctx: HandlerContext, pending, timeout: float) -> None:
     """acks=all: each partition answers once its ISR has the batch (the produce purgatory)."""
     codes = await asyncio.gather(
-        *(broker.replicas.wait_for_replication(p, offset, timeout) for _, p, offset in pending)
+        *(ctx.replicas.wait_for_replication(p, offset, timeout) for _, p, offset in pending)
     )
     for (fields, _, _), code in zip(pending, codes, strict=True):
         if code != ErrorCode.none and fields["error_code"] == ErrorCode.none:
@@ -130,7 +131,7 @@ def _flush(to_flush: list[tuple[dict, Log, int]]) -> None:
 
 
 def _append(
-    broker, topic: str, partition_data, acks: int, version: int, module
+    ctx: HandlerContext, topic: str, partition_data, acks: int, version: int, module
 ) -> tuple[dict, tuple | None]:
     """The partition's response fields, and (log, offset) when an fsync is due first."""
     fields = {
@@ -152,10 +153,10 @@ def _append(
                 ErrorCode.unsupported_compression_type,
                 f"zstd needs Produce v{ZSTD_MIN_VERSION}+, this request is v{version}",
             )
-        leader = broker.replicas.leader(topic, partition_data.index)
+        leader = ctx.replicas.leader(topic, partition_data.index)
         # On the loop, no await before it: pipelined requests append in arrival order,
         # which idempotent producers (up to 5 in flight) rely on. A write is short.
-        info = broker.replicas.append(leader, partition_data.records, acks, defer_flush=True)
+        info = ctx.replicas.append(leader, partition_data.records, acks, defer_flush=True)
     except Exception as exc:  # noqa: BLE001 - every failure is this partition's answer
         code = error_code_of(exc)
         if code == ErrorCode.unknown_server_error:

@@ -10,8 +10,10 @@ from brokerd.protocol.errors import ErrorCode
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
+from .context import HandlerContext
 
-async def handle_init_producer_id(broker, request: Request):
+
+async def handle_init_producer_id(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     if request.body.transactional_id is not None:
         return build(
@@ -21,7 +23,7 @@ async def handle_init_producer_id(broker, request: Request):
             producer_id=-1,
             producer_epoch=-1,
         )
-    producer_id = await broker.producer_ids.next_id()
+    producer_id = await ctx.producer_ids.next_id()
     return build(
         module.InitProducerIdResponse,
         throttle_time=NO_THROTTLE,

@@ -11,8 +11,10 @@ from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
+from .context import HandlerContext
 
-async def handle_alter_partition_reassignments(broker, request: Request):
+
+async def handle_alter_partition_reassignments(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     requests = {
@@ -23,9 +25,9 @@ async def handle_alter_partition_reassignments(broker, request: Request):
         for p in topic.partitions
     }
     allow_rf_change = bool(getattr(body, "allow_replication_factor_change", True))
-    reassigner = broker.controller.reassignments
+    reassigner = ctx.controller.reassignments
     error, message, results = await _as_controller_event(
-        broker, lambda: reassigner.alter(requests, allow_rf_change)
+        ctx, lambda: reassigner.alter(requests, allow_rf_change)
     )
     return build(
         module.AlterPartitionReassignmentsResponse,
@@ -43,18 +45,18 @@ async def handle_alter_partition_reassignments(broker, request: Request):
     )
 
 
-async def handle_list_partition_reassignments(broker, request: Request):
+async def handle_list_partition_reassignments(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     keys = None
     if body.topics is not None:
         keys = [(t.name, int(p)) for t in body.topics for p in t.partition_indexes]
-    reassigner = broker.controller.reassignments
+    reassigner = ctx.controller.reassignments
 
     async def listed():
         return reassigner.list(keys)
 
-    error, message, ongoing = await _as_controller_event(broker, listed)
+    error, message, ongoing = await _as_controller_event(ctx, listed)
     return build(
         module.ListPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,
@@ -73,11 +75,11 @@ async def handle_list_partition_reassignments(broker, request: Request):
     )
 
 
-async def _as_controller_event(broker, work) -> tuple[int, str | None, dict]:
+async def _as_controller_event(ctx: HandlerContext, work) -> tuple[int, str | None, dict]:
     """`work()` as one controller event: (error code, message, its result; {} on an error
     such as NOT_CONTROLLER)."""
     try:
-        return ErrorCode.none, None, await broker.controller.run_event(work)
+        return ErrorCode.none, None, await ctx.controller.run_event(work)
     except KafkaError as exc:
         return exc.error_code, exc.message, {}
 

@@ -22,18 +22,19 @@ from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 from ..cluster_action import request_from_broker
 from ..connection import current_peer
 from ..topic_admin import validate_topic_name
+from .context import HandlerContext
 
 log = logging.getLogger(__name__)
 
 
-async def _refusal(broker, request: Request) -> ErrorCode | None:
+async def _refusal(ctx: HandlerContext, request: Request) -> ErrorCode | None:
     """Why a controller request must not be obeyed, in Kafka's order (CLUSTER_ACTION, then
     the broker epoch), then the controller epoch against ZooKeeper; None to obey it."""
     body = request.body
-    if not request_from_broker(broker):
+    if not request_from_broker(ctx.config):
         log.info("refusing %s from %s: not on a broker listener", request.name, current_peer.get())
         return ErrorCode.cluster_authorization_failed
-    epochs = broker.control_epochs
+    epochs = ctx.control_epochs
     if epochs.broker_epoch_is_stale(body.broker_epoch):
         log.info(
             "refusing %s with broker epoch %d, older than this broker's %d",
@@ -66,14 +67,14 @@ def _state(p) -> PartitionState:
     )
 
 
-async def handle_leader_and_isr(broker, request: Request):
+async def handle_leader_and_isr(ctx: HandlerContext, request: Request):
     body = request.body
     states = [
         (topic.topic_name, p.partition_index, _state(p), list(p.replicas))
         for topic in body.topic_states
         for p in topic.partition_states
     ]
-    refused = await _refusal(broker, request)
+    refused = await _refusal(ctx, request)
     if refused is not None:
         error = refused
         results = {(t, p): refused for t, p, _, _ in states}
@@ -82,7 +83,7 @@ async def handle_leader_and_isr(broker, request: Request):
         results = {key: code for key, code in invalid.items() if code is not None}
         try:
             results.update(
-                await broker.replicas.become_leader_or_follower(
+                await ctx.replicas.become_leader_or_follower(
                     body.controller_id,
                     body.controller_epoch,
                     [s for s in states if (s[0], s[1]) not in results],
@@ -93,7 +94,7 @@ async def handle_leader_and_isr(broker, request: Request):
             error = exc.error_code
             results = {(t, p): error for t, p, _, _ in states}
     if error == ErrorCode.none:
-        broker.controller.observe_epoch(body.controller_epoch)
+        ctx.controller.observe_epoch(body.controller_epoch)
     return interbroker.LeaderAndIsrResponse(
         error_code=error,
         partition_errors=tuple(
@@ -103,31 +104,33 @@ async def handle_leader_and_isr(broker, request: Request):
     )
 
 
-async def handle_update_metadata(broker, request: Request):
+async def handle_update_metadata(ctx: HandlerContext, request: Request):
     body = request.body
-    refused = await _refusal(broker, request)
+    refused = await _refusal(ctx, request)
     if refused is not None:
         return interbroker.UpdateMetadataResponse(error_code=refused)
-    if body.controller_epoch < broker.replicas.controller_epoch:
+    if body.controller_epoch < ctx.replicas.controller_epoch:
         return interbroker.UpdateMetadataResponse(error_code=ErrorCode.stale_controller_epoch)
-    broker.replicas.controller_epoch = body.controller_epoch
-    broker.controller.observe_epoch(body.controller_epoch)
+    ctx.replicas.controller_epoch = body.controller_epoch
+    ctx.controller.observe_epoch(body.controller_epoch)
     for topic in body.topic_states:
         for p in topic.partition_states:
-            broker.replicas.cache_partition_state(topic.topic_name, p.partition_index, _state(p))
+            ctx.replicas.cache_partition_state(topic.topic_name, p.partition_index, _state(p))
     return interbroker.UpdateMetadataResponse(error_code=ErrorCode.none)
 
 
-async def handle_stop_replica(broker, request: Request):
+async def handle_stop_replica(ctx: HandlerContext, request: Request):
     body = request.body
     partitions = [
         (topic.topic_name, p.partition_index, p.delete_partition)
         for topic in body.topic_states
         for p in topic.partition_states
     ]
-    refused = await _refusal(broker, request)
+    refused = await _refusal(ctx, request)
     if refused == ErrorCode.stale_broker_epoch:
         return interbroker.StopReplicaResponse(error_code=refused, partition_errors=())
+    error: ErrorCode
+    results: dict[tuple[str, int], ErrorCode | None]
     if refused is not None:
         error = refused
         results = {(t, p): refused for t, p, _ in partitions}
@@ -135,7 +138,7 @@ async def handle_stop_replica(broker, request: Request):
         results = {(t, p): _path_error(t, p) for t, p, _ in partitions}
         valid = [(t, p, d) for t, p, d in partitions if results[(t, p)] is None]
         try:
-            await broker.replicas.stop_replicas(body.controller_epoch, valid)
+            await ctx.replicas.stop_replicas(body.controller_epoch, valid)
             error = ErrorCode.none
         except Exception as exc:  # noqa: BLE001 - answered as an error code
             error = error_code_of(exc)
@@ -149,7 +152,7 @@ async def handle_stop_replica(broker, request: Request):
     )
 
 
-async def handle_offset_for_leader_epoch(broker, request: Request):
+async def handle_offset_for_leader_epoch(ctx: HandlerContext, request: Request):
     """Where the requested epoch ends in the leader's history (KIP-101): the LEO for the
     current epoch, else the start offset of the next larger epoch."""
     module = response_module(request.api_key, request.api_version)
@@ -159,7 +162,7 @@ async def handle_offset_for_leader_epoch(broker, request: Request):
         for requested in topic.partitions:
             fields = {"partition": requested.partition, "error_code": ErrorCode.none}
             try:
-                leader = broker.replicas.leader(topic.topic, requested.partition)
+                leader = ctx.replicas.leader(topic.topic, requested.partition)
                 current = getattr(requested, "current_leader_epoch", -1)
                 if current >= 0 and current < leader.leader_epoch:
                     raise KafkaError(ErrorCode.fenced_leader_epoch)

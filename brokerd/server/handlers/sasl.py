@@ -9,15 +9,17 @@ from brokerd.protocol.errors import ErrorCode
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import build, response_module
 
+from .context import HandlerContext
 
-async def handle_sasl_handshake(broker, request: Request):
+
+async def handle_sasl_handshake(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     return build(
         module.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state, mechanisms=()
     )
 
 
-async def handle_sasl_authenticate(broker, request: Request):
+async def handle_sasl_authenticate(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     return build(
         module.SaslAuthenticateResponse,

@@ -18,12 +18,14 @@ from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 from brokerd.security.sasl.credentials import USERS_PATH, credential_from_node, user_path
 from brokerd.security.sasl.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
 
+from .context import HandlerContext
+
 MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 TYPE_OF = {name: code for code, name in MECHANISM_TYPES.items()}
 
 
-async def _user_config(broker, user: str) -> dict[str, str]:
-    found = await broker.zk.get_json(user_path(user))
+async def _user_config(ctx: HandlerContext, user: str) -> dict[str, str]:
+    found = await ctx.zk.get_json(user_path(user))
     config = found[0].get("config") if found and isinstance(found[0], dict) else None
     return dict(config) if isinstance(config, dict) else {}
 
@@ -41,11 +43,11 @@ def _credential_infos(module, config: dict[str, str]) -> tuple:
     return tuple(infos)
 
 
-async def handle_describe(broker, request: Request):
+async def handle_describe(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     asked = [u.name for u in request.body.users] if request.body.users else None
     if asked is None:
-        asked_all = [unquote(name) for name in sorted(await broker.zk.children(USERS_PATH))]
+        asked_all = [unquote(name) for name in sorted(await ctx.zk.children(USERS_PATH))]
     else:
         asked_all = list(dict.fromkeys(asked))
     duplicates = {u for u, n in Counter(asked or []).items() if n > 1}
@@ -62,7 +64,7 @@ async def handle_describe(broker, request: Request):
                 )
             )
             continue
-        infos = _credential_infos(module, await _user_config(broker, user))
+        infos = _credential_infos(module, await _user_config(ctx, user))
         if not infos:
             if asked is None:
                 continue  # listing: only users that have credentials
@@ -106,7 +108,7 @@ def _stored(mechanism: str, iterations: int, salt: bytes, salted: bytes) -> Scra
     )
 
 
-async def handle_alter(broker, request: Request):
+async def handle_alter(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     body = request.body
     users = list(
@@ -140,7 +142,7 @@ async def handle_alter(broker, request: Request):
     results = []
     for user in users:
         if user not in errors:
-            await _alter_user(broker, user, body, fail)
+            await _alter_user(ctx, user, body, fail)
         code, message = errors.get(user, (ErrorCode.none, None))
         results.append(
             build(
@@ -155,8 +157,8 @@ async def handle_alter(broker, request: Request):
     )
 
 
-async def _alter_user(broker, user: str, body, fail) -> None:
-    config = await _user_config(broker, user)
+async def _alter_user(ctx: HandlerContext, user: str, body, fail) -> None:
+    config = await _user_config(ctx, user)
     for deletion in (d for d in body.deletions if d.name == user):
         name = MECHANISM_TYPES[deletion.mechanism]
         if name not in config:
@@ -172,8 +174,8 @@ async def _alter_user(broker, user: str, body, fail) -> None:
         credential = _stored(name, upsertion.iterations, upsertion.salt, upsertion.salted_password)
         config[name] = credential.to_text()
     path = user_path(user)
-    await broker.zk.upsert_json(path, zk_data.entity_config(config))
-    await broker.zk.create_json(
+    await ctx.zk.upsert_json(path, zk_data.entity_config(config))
+    await ctx.zk.create_json(
         f"{zk_data.CONFIG_CHANGES}/{zk_data.CONFIG_CHANGE_PREFIX}",
         zk_data.config_change_notification(path.removeprefix("/config/")),
         sequence=True,

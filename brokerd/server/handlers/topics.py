@@ -16,8 +16,9 @@ from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
-from ..topic_admin import create_topic, plan_assignment, validate_topic_name
+from ..topic_admin import validate_topic_name
 from .configs import describe_topic
+from .context import HandlerContext
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def _error_fields(exc: Exception) -> tuple[ErrorCode, str | None]:
     return code, getattr(exc, "message", None) or str(exc)
 
 
-async def handle_create_topics(broker, request: Request):
+async def handle_create_topics(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     counts = Counter(topic.name for topic in body.topics)
@@ -59,13 +60,13 @@ async def handle_create_topics(broker, request: Request):
                 )
             partitions = topic.num_partitions
             if partitions == -1:
-                partitions = broker.config.get("num.partitions")
+                partitions = ctx.config.get("num.partitions")
             replication = topic.replication_factor
             if replication == -1:
-                replication = broker.config.get("default.replication.factor")
+                replication = ctx.config.get("default.replication.factor")
             configs = {c.name: c.value for c in topic.configs}
-            assignment, overrides, info = await create_topic(
-                broker, topic.name, partitions, replication, configs, explicit, body.validate_only
+            assignment, overrides, info = await ctx.topic_admin.create_topic(
+                topic.name, partitions, replication, configs, explicit, body.validate_only
             )
             fields["num_partitions"] = len(assignment)
             fields["replication_factor"] = len(next(iter(assignment.values())))
@@ -81,7 +82,7 @@ async def handle_create_topics(broker, request: Request):
                         config_source=entry.source,
                         is_sensitive=entry.sensitive,
                     )
-                    for entry in describe_topic(broker, overrides, None, False)
+                    for entry in describe_topic(ctx, overrides, None, False)
                 )
                 if hasattr(module, "CreatableTopicConfigs")
                 else ()
@@ -93,7 +94,7 @@ async def handle_create_topics(broker, request: Request):
     return build(module.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
-async def handle_delete_topics(broker, request: Request):
+async def handle_delete_topics(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     if hasattr(body, "topic_names"):
@@ -105,28 +106,28 @@ async def handle_delete_topics(broker, request: Request):
         error, message = ErrorCode.none, None
         info = None
         try:
-            if not broker.config.get("delete.topic.enable"):
+            if not ctx.config.get("delete.topic.enable"):
                 raise KafkaError(ErrorCode.topic_deletion_disabled)
             if name is None and topic_id is not None:
-                info = broker.metadata.topic_by_id(uuid_to_kafka(topic_id))
+                info = ctx.metadata.topic_by_id(uuid_to_kafka(topic_id))
                 if info is None:
                     raise KafkaError(ErrorCode.unknown_topic_id)
             else:
-                info = broker.metadata.topic(name)
+                info = ctx.metadata.topic(name)
                 if info is None and _is_legal(name):
                     # Created through another broker a moment ago: ZooKeeper knows it.
-                    info = await broker.metadata.refresh_topic(name)
+                    info = await ctx.metadata.refresh_topic(name)
                 if info is None:
                     raise KafkaError(ErrorCode.unknown_topic_or_partition)
-            async with broker.admin_lock:
-                await broker.controller.delete_topic(info.name)
+            async with ctx.admin_lock:
+                await ctx.controller.delete_topic(info.name)
         except Exception as exc:  # noqa: BLE001
             error, message = _error_fields(exc)
         outcomes.append([name, topic_id, info, error, message])
     pending = [o for o in outcomes if o[2] is not None and o[3] == ErrorCode.none]
     timeout = body.timeout.total_seconds()
     if pending and timeout > 0:
-        gone = await _await_gone(broker, [o[2] for o in pending], timeout)
+        gone = await _await_gone(ctx, [o[2] for o in pending], timeout)
         for outcome in pending:
             if not gone[outcome[2].name]:
                 outcome[3] = ErrorCode.request_timed_out
@@ -152,14 +153,14 @@ def _is_legal(name: str | None) -> bool:
     return True
 
 
-async def _await_gone(broker, infos, timeout: float) -> dict[str, bool]:
+async def _await_gone(ctx: HandlerContext, infos, timeout: float) -> dict[str, bool]:
     """Per topic, whether this broker's metadata dropped it (that instance, by id) within
     `timeout` seconds (Kafka's DelayedDeleteTopics)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
 
     def gone(info) -> bool:
-        current = broker.metadata.topic(info.name)
+        current = ctx.metadata.topic(info.name)
         return current is None or current.topic_id != info.topic_id
 
     while not all(gone(info) for info in infos) and loop.time() < deadline:
@@ -167,7 +168,7 @@ async def _await_gone(broker, infos, timeout: float) -> dict[str, bool]:
     return {info.name: gone(info) for info in infos}
 
 
-async def handle_create_partitions(broker, request: Request):
+async def handle_create_partitions(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     counts = Counter(topic.name for topic in body.topics)
@@ -177,8 +178,8 @@ async def handle_create_partitions(broker, request: Request):
         try:
             if counts[topic.name] > 1:
                 raise KafkaError(ErrorCode.invalid_request, "Duplicate topic in request.")
-            async with broker.admin_lock:
-                info = broker.metadata.topic(topic.name)
+            async with ctx.admin_lock:
+                info = ctx.metadata.topic(topic.name)
                 if info is None or info.marked_for_deletion:
                     raise KafkaError(
                         ErrorCode.unknown_topic_or_partition,
@@ -203,8 +204,7 @@ async def handle_create_partitions(broker, request: Request):
                     explicit = {
                         current + i: list(a.broker_ids) for i, a in enumerate(topic.assignments)
                     }
-                assignment = plan_assignment(
-                    broker,
+                assignment = ctx.topic_admin.plan_assignment(
                     topic.count - current,
                     replication,
                     explicit,
@@ -212,8 +212,8 @@ async def handle_create_partitions(broker, request: Request):
                     topic=topic.name,
                 )
                 if not body.validate_only:
-                    await broker.controller.create_partitions(info, assignment)
-                    await broker.replicas.sync_leadership()
+                    await ctx.controller.create_partitions(info, assignment)
+                    await ctx.replicas.sync_leadership()
         except Exception as exc:  # noqa: BLE001
             error, message = _error_fields(exc)
         results.append(
