@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.fetch.v12 import request as fetch_request
 from kio.schema.offset_for_leader_epoch.v4 import request as epoch_request
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
 
 from brokerd.client.connection import BrokerConnection
 from brokerd.client.errors import KafkaConnectionError, KafkaTimeoutError
@@ -33,9 +35,9 @@ from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
 
 if TYPE_CHECKING:
-    from brokerd.coordination.zk import Endpoint
+    from brokerd.client.connection import ClientSecurity
+    from brokerd.config import Endpoint
     from brokerd.log.log import Log
-    from brokerd.security.tls import ClientSecurity
 
     from .partition import Partition
 
@@ -227,17 +229,17 @@ class ReplicaFetcher:
             asked[key] = local_epoch
             topics.setdefault(key[0], []).append(
                 epoch_request.OffsetForLeaderPartition(
-                    partition=key[1],
-                    current_leader_epoch=state.leader_epoch,
-                    leader_epoch=local_epoch,
+                    partition=i32(key[1]),
+                    current_leader_epoch=i32(state.leader_epoch),
+                    leader_epoch=i32(local_epoch),
                 )
             )
         if not topics:
             return
         request = epoch_request.OffsetForLeaderEpochRequest(
-            replica_id=self.local_id,
+            replica_id=BrokerId(self.local_id),
             topics=tuple(
-                epoch_request.OffsetForLeaderTopic(topic=t, partitions=tuple(ps))
+                epoch_request.OffsetForLeaderTopic(topic=TopicName(t), partitions=tuple(ps))
                 for t, ps in topics.items()
             ),
         )
@@ -246,8 +248,8 @@ class ReplicaFetcher:
         for topic in response.topics:
             for result in topic.partitions:
                 key = (topic.topic, result.partition)
-                state = self.partitions.get(key)
-                if state is None or key not in asked or state is not pending[key]:
+                current = self.partitions.get(key)
+                if current is None or key not in asked or current is not pending[key]:
                     continue  # removed or re-added meanwhile
                 if result.error_code != ErrorCode.none:
                     log.info(
@@ -257,7 +259,7 @@ class ReplicaFetcher:
                         ErrorCode(result.error_code).name,
                     )
                     continue  # stays truncating; retried on the next round
-                cuts.append((state, asked[key], result.leader_epoch, result.end_offset))
+                cuts.append((current, asked[key], result.leader_epoch, result.end_offset))
         if not cuts:
             return
         await self._write_off_loop(
@@ -291,19 +293,22 @@ class ReplicaFetcher:
             offsets[key] = offset
             topics.setdefault(key[0], []).append(
                 fetch_request.FetchPartition(
-                    partition=key[1],
-                    current_leader_epoch=state.leader_epoch,
-                    fetch_offset=offset,
-                    partition_max_bytes=settings.replica_fetch_max_bytes,
+                    partition=i32(key[1]),
+                    current_leader_epoch=i32(state.leader_epoch),
+                    fetch_offset=i64(offset),
+                    partition_max_bytes=i32(settings.replica_fetch_max_bytes),
                 )
             )
         request = fetch_request.FetchRequest(
-            replica_id=self.local_id,
-            max_wait=datetime.timedelta(milliseconds=settings.replica_fetch_wait_max_ms),
-            min_bytes=settings.replica_fetch_min_bytes,
-            max_bytes=settings.replica_fetch_response_max_bytes,
+            replica_id=BrokerId(self.local_id),
+            max_wait=i32Timedelta.parse(
+                datetime.timedelta(milliseconds=settings.replica_fetch_wait_max_ms)
+            ),
+            min_bytes=i32(settings.replica_fetch_min_bytes),
+            max_bytes=i32(settings.replica_fetch_response_max_bytes),
             topics=tuple(
-                fetch_request.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()
+                fetch_request.FetchTopic(topic=TopicName(t), partitions=tuple(ps))
+                for t, ps in topics.items()
             ),
             forgotten_topics_data=(),
         )
@@ -314,20 +319,20 @@ class ReplicaFetcher:
         for topic in response.responses:
             for data in topic.partitions:
                 key = (topic.topic, data.partition_index)
-                state = ready.get(key)
-                if state is None or self.partitions.get(key) is not state:
+                asked = ready.get(key)
+                if asked is None or self.partitions.get(key) is not asked:
                     continue
                 if data.error_code == ErrorCode.none:
-                    appends.append((state, offsets[key], data))
+                    appends.append((asked, offsets[key], data))
                 elif data.error_code == ErrorCode.offset_out_of_range:
-                    restart_at = self._out_of_range(state, data)
+                    restart_at = self._out_of_range(asked, data)
                     if restart_at is not None:
-                        restarts.append((state, restart_at))
+                        restarts.append((asked, restart_at))
                 else:
-                    self._partition_error(state, data.error_code, retry_at)
+                    self._partition_error(asked, data.error_code, retry_at)
         if not appends and not restarts:
             return
-        keys = [state.partition.key for state, *_ in (*appends, *restarts)]
+        keys = [s.partition.key for s, _, _ in appends] + [s.partition.key for s, _ in restarts]
         appended, failure = await self._write_off_loop(keys, self._write_fetched, appends, restarts)
         for state, high_watermark in appended:
             if self.partitions.get(state.partition.key) is state:

@@ -68,11 +68,11 @@ class ReplicaManager:
         security_for: SecurityFor,
         spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task],
     ):
-        """Intervals are log.retention.check.interval.ms and
-        log.flush.offset.checkpoint.interval.ms; `topic_log_config` resolves a topic's LogConfig from its current overrides and
-        `default_log_config` the broker's (both may change at run time); `security_for`
-        says how to connect to a peer's endpoint; `spawn` runs the broker's background
-        work (ISR writes to ZooKeeper)."""
+        """The intervals are log.retention.check.interval.ms and
+        log.flush.offset.checkpoint.interval.ms. `topic_log_config` resolves a topic's
+        LogConfig from its current overrides and `default_log_config` the broker's (both
+        change at run time); `security_for` says how to connect to a peer's endpoint;
+        `spawn` runs the broker's background work (ISR writes to ZooKeeper)."""
         self.local_id = local_id
         self.log_manager = log_manager
         self.metadata = metadata
