@@ -304,6 +304,7 @@ def java_double(value: float) -> str:
     if value == 0 or 1e-3 <= abs(value) < 1e7:
         return repr(float(value))  # Python prints this range in decimal, as Java does
     sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)  # only NaN and infinities have a letter: returned above
     mantissa = f"{digits[0]}.{''.join(map(str, digits[1:])) or '0'}"
     return f"{'-' if sign else ''}{mantissa}E{exponent + len(digits) - 1}"
 
