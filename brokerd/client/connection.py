@@ -20,8 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.index import load_request_schema
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from brokerd.protocol.errors import ErrorCode
 from brokerd.protocol.framing import (
@@ -40,8 +42,6 @@ from .requests import API_NAMES, CLIENT_VERSIONS, materialize, negotiate
 log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
 # A SASL session with a lifetime is renewed (by reconnecting) once this much of it is gone.
 SESSION_RENEW_FRACTION = 0.8
 MAX_RESPONSE_BYTES = 0x7FFFFFFF
@@ -83,6 +83,12 @@ class ClientSecurity:
     @property
     def sasl(self) -> bool:
         return self.security_protocol.upper().startswith("SASL_")
+
+    def sasl_credentials(self) -> tuple[str, str]:
+        """(sasl_username, sasl_password) of a SASL_* protocol, which requires both."""
+        if self.sasl_username is None or self.sasl_password is None:
+            raise ValueError(f"{self.security_protocol} needs sasl_username and sasl_password")
+        return self.sasl_username, self.sasl_password
 
     def context(self) -> ssl.SSLContext | None:
         """The TLS context to connect with (built once), None for PLAINTEXT."""
@@ -176,11 +182,14 @@ class BrokerConnection:
 
     async def _open(self) -> None:
         context = self.security.context()
-        options = {"ssl": context, "server_hostname": self.host} if context is not None else {}
-        self._reader, self._writer = await asyncio.wait_for(
+        options: dict[str, Any] = {}
+        if context is not None:
+            options = {"ssl": context, "server_hostname": self.host}
+        reader, self._writer = await asyncio.wait_for(
             asyncio.open_connection(self.host, self.port, **options), self.connect_timeout
         )
-        self._reader_task = asyncio.create_task(self._read_responses(self._reader))
+        self._reader = reader
+        self._reader_task = asyncio.create_task(self._read_responses(reader))
         self.api_versions = await self._handshake()
         if self.security.sasl:
             await self._authenticate()
@@ -190,7 +199,7 @@ class BrokerConnection:
         is a KafkaResponseError with the broker's message (the broker then closes)."""
         security = self.security
         mechanism = security.sasl_mechanism
-        handshake = load_request_schema(SASL_HANDSHAKE, 1)(mechanism=mechanism)
+        handshake = SaslHandshakeRequest(mechanism=mechanism)
         response = await self._exchange(handshake, self.connect_timeout)
         if response.error_code != ErrorCode.none:
             raise KafkaResponseError(
@@ -198,10 +207,10 @@ class BrokerConnection:
                 f"SASL mechanism {mechanism} refused; enabled: {list(response.mechanisms)}",
                 str(self),
             )
-        client = client_for(mechanism, security.sasl_username, security.sasl_password)
+        client = client_for(mechanism, *security.sasl_credentials())
         token: bytes | None = client.start()
         while token is not None:
-            body = load_request_schema(SASL_AUTHENTICATE, 1)(auth_bytes=token)
+            body = SaslAuthenticateRequest(auth_bytes=token)
             response = await self._exchange(body, self.connect_timeout)
             if response.error_code != ErrorCode.none:
                 raise KafkaResponseError(response.error_code, response.error_message, str(self))
@@ -229,7 +238,8 @@ class BrokerConnection:
                 # Answered in the v0 shape with the versions the broker speaks.
                 response = decode_response(frame, API_VERSIONS, 0)
                 assert isinstance(response, ApiVersionsResponseV0)
-                theirs = {k.api_key: k for k in response.api_keys}.get(API_VERSIONS)
+                versions: dict[int, ApiVersionV0] = {k.api_key: k for k in response.api_keys}
+                theirs = versions.get(API_VERSIONS)
                 lower = theirs.max_version if theirs is not None else 0
                 if lower >= version:
                     raise KafkaResponseError(code, "ApiVersions refused", str(self))

@@ -204,8 +204,8 @@ class Producer:
         if not records:
             raise ValueError("a batch needs at least one record")
         now = _now_ms()
+        timestamps = [now if r.timestamp is None else int(r.timestamp) for r in records]
         records = [r if r.timestamp is not None else _with_timestamp(r, now) for r in records]
-        timestamps = [int(r.timestamp) for r in records]
         pid, epoch, sequence = -1, -1, NO_SEQUENCE
         if self.idempotent:
             await self._ensure_producer_id()
@@ -383,10 +383,12 @@ class Producer:
             else:
                 futures.append(await self.send(topic, **record))
         results = await asyncio.gather(*futures, return_exceptions=True)
+        metadata: list[RecordMetadata] = []
         for result in results:
             if isinstance(result, BaseException):
                 raise result
-        return results
+            metadata.append(result)
+        return metadata
 
     async def flush(self) -> None:
         """Wait until every buffered record is acknowledged or failed."""

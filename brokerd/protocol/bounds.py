@@ -49,7 +49,7 @@ class BoundsError(ValueError):
     """A length in the message claims more than the frame holds, or is malformed."""
 
 
-def check(entity_type: type, frame: bytes | memoryview, offset: int = 0) -> int:
+def check(entity_type: type, frame: bytes, offset: int = 0) -> int:
     """Walk `entity_type` from `offset`; the offset after it, or BoundsError."""
     return _compiled(entity_type)(frame, offset, len(frame))
 
@@ -225,14 +225,16 @@ def _field_skip(field: dataclasses.Field, flexible: bool, legacy_string: bool) -
     # Nulls are refused by name where the schema forbids them (array elements of primitive
     # type are not checked, as before: kio and the handlers take them as they come).
     null_name = None if nullable or legacy_string else field.name
-    if dataclasses.is_dataclass(inner):
+    if isinstance(inner, type) and dataclasses.is_dataclass(inner):
         element: Skip | int = _compiled(inner)
         min_element = _min_width(inner)
         shape = _FIXED_SHAPES.get(inner)
-        if shape is not None and shape[1] is None:
-            element = shape[0]  # a fixed-width record: arrays of it need no walk at all
-        elif shape is not None and is_array:
-            return _array_of_fixed_flexible(shape[0], shape[1], min_element, null_name), 1
+        if shape is not None:
+            width, tagged = shape
+            if tagged is None:
+                element = width  # a fixed-width record: arrays of it need no walk at all
+            elif is_array:
+                return _array_of_fixed_flexible(width, tagged, min_element, null_name), 1
     elif kafka_type in FIXED_WIDTH:
         element = FIXED_WIDTH[kafka_type]
         min_element = element
@@ -250,7 +252,7 @@ def _field_skip(field: dataclasses.Field, flexible: bool, legacy_string: bool) -
 
 
 @cache
-def _min_width(entity_type: type) -> int:
+def _min_width(entity_type: Any) -> int:  # a kio entity class (its __flexible__ is set)
     """The fewest bytes an entity can take: the bound for a count of them."""
     flexible = entity_type.__flexible__
     total = 1 if flexible else 0  # the tagged-field count
@@ -274,7 +276,7 @@ _FIXED_SHAPES: dict[type, tuple[int, Skip | None]] = {}
 
 
 @cache
-def _compiled(entity_type: type) -> Skip:
+def _compiled(entity_type: Any) -> Skip:  # a kio entity class (its __flexible__ is set)
     flexible = entity_type.__flexible__
     # Kafka's request header v2 keeps client_id a legacy (int16-length) string.
     is_request_header = entity_type.__name__ == "RequestHeader"
@@ -291,8 +293,9 @@ def _compiled(entity_type: type) -> Skip:
         known = {tag: _single_value_skip(field) for tag, field in _tag_fields(entity_type).items()}
         tagged = _tagged_section(known)
     plan = tuple(steps)
-    if all(isinstance(step, int) for step in plan):
-        _FIXED_SHAPES[entity_type] = (sum(plan), tagged)
+    widths = [step for step in plan if isinstance(step, int)]
+    if len(widths) == len(plan):
+        _FIXED_SHAPES[entity_type] = (sum(widths), tagged)
 
     def skip(buf: bytes, pos: int, end: int) -> int:
         for step in plan:
@@ -300,8 +303,8 @@ def _compiled(entity_type: type) -> Skip:
                 pos += step
                 if pos > end:
                     raise BoundsError("fixed-width fields run past the end of the frame")
-            else:
-                pos = step(buf, pos, end)
+            else:  # `__class__ is` above is cheaper than isinstance, which mypy would narrow
+                pos = step(buf, pos, end)  # type: ignore[operator]
         if tagged is not None:
             if pos < end and buf[pos] == 0:  # no tagged fields: the usual case, kept cheap
                 return pos + 1

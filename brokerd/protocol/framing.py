@@ -20,6 +20,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16
 
 from . import bounds, interbroker
 from .errors import ErrorCode
@@ -114,7 +115,9 @@ def decode_request(frame: bytes) -> Request:
             # A newer client probing: it gets UNSUPPORTED_VERSION and retries lower.
             return Request(api_key, api_version, correlation_id, None, None, len(frame))
         raise UnsupportedRequest(f"{api_name(api_key)} v{api_version} is not supported")
-    request_type = interbroker.request_schema(api_key, api_version) or load_request_schema(
+    # Any: the kio_style schemas get kio's class attributes (__header_schema__, ...) at run
+    # time, which kio's RequestPayload protocol cannot see.
+    request_type: Any = interbroker.request_schema(api_key, api_version) or load_request_schema(
         api_key, api_version
     )
     try:
@@ -156,7 +159,9 @@ def unsupported_api_versions_response(request: Request) -> bytes:
     response = ApiVersionsResponseV0(
         error_code=ErrorCode.unsupported_version,
         api_keys=tuple(
-            ApiVersionV0(api_key=key, min_version=r.min_version, max_version=r.max_version)
+            ApiVersionV0(
+                api_key=i16(key), min_version=i16(r.min_version), max_version=i16(r.max_version)
+            )
             for key, r in sorted(SUPPORTED.items())
         ),
     )
@@ -193,8 +198,8 @@ def response_correlation_id(frame: bytes) -> int:
 
 def decode_response(frame: bytes, api_key: int, api_version: int) -> Any:
     """The kio response entity of a response frame (header included) to a known request."""
-    response_type = interbroker.response_schema(api_key, api_version) or load_response_schema(
-        api_key, api_version
+    response_type: Any = interbroker.response_schema(api_key, api_version) or (
+        load_response_schema(api_key, api_version)
     )
     try:
         used = bounds.check(response_type.__header_schema__, frame, 0)

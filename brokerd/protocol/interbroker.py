@@ -198,7 +198,8 @@ class ControlledShutdownResponse:
 
 # api key -> name, and {version: (request, response)} ---------------------------------------
 NAMES = {4: "leader_and_isr", 5: "stop_replica", 6: "update_metadata", 7: "controlled_shutdown"}
-SCHEMAS = {
+# api key -> version -> (request class, response class)
+SCHEMAS: dict[int, dict[int, tuple[type, type]]] = {
     0: produce_legacy.SCHEMAS,  # Produce v0-v2 (v3+ from kio)
     4: {4: (LeaderAndIsrRequest, LeaderAndIsrResponse)},
     5: {3: (StopReplicaRequest, StopReplicaResponse)},

@@ -7,10 +7,12 @@ version; its decorators turn a plain annotated class into such a dataclass.
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, dataclass_transform
 
 from kio.static.constants import EntityType
 from kio.static.primitive import i16
+
+_Class = TypeVar("_Class", bound=type)
 
 
 @dataclass(frozen=True)
@@ -21,19 +23,25 @@ class Message:
     request_header: type
     response_header: type
 
-    def request(self, cls: type) -> Any:
+    # dataclass_transform: type checkers see each decorated class as the frozen,
+    # keyword-only dataclass it becomes, so a misspelt field fails the check.
+    @dataclass_transform(frozen_default=True, kw_only_default=True)
+    def request(self, cls: _Class) -> _Class:
         return self._entity(cls, EntityType.request, self.request_header)
 
-    def request_part(self, cls: type) -> Any:
+    @dataclass_transform(frozen_default=True, kw_only_default=True)
+    def request_part(self, cls: _Class) -> _Class:
         return self._entity(cls, EntityType.nested, self.request_header)
 
-    def response(self, cls: type) -> Any:
+    @dataclass_transform(frozen_default=True, kw_only_default=True)
+    def response(self, cls: _Class) -> _Class:
         return self._entity(cls, EntityType.response, self.response_header)
 
-    def response_part(self, cls: type) -> Any:
+    @dataclass_transform(frozen_default=True, kw_only_default=True)
+    def response_part(self, cls: _Class) -> _Class:
         return self._entity(cls, EntityType.nested, self.response_header)
 
-    def _entity(self, cls: type, kind: EntityType, header: type) -> Any:
+    def _entity(self, cls: Any, kind: EntityType, header: type) -> Any:
         cls.__type__ = kind
         cls.__api_key__ = i16(self.api_key)
         cls.__version__ = i16(self.version)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from functools import cache
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from kio.index import load_payload_module
@@ -35,7 +35,7 @@ def has_field(cls: type, name: str) -> bool:
     return name in _field_names(cls)
 
 
-def response_module(api_key: int, api_version: int) -> ModuleType:
+def response_module(api_key: int, api_version: int) -> ModuleType | SimpleNamespace:
     if api_key == 0 and api_version in produce_legacy.RESPONSE_MODULES:
         return produce_legacy.RESPONSE_MODULES[api_version]
     return load_payload_module(api_key, api_version, EntityType.response)

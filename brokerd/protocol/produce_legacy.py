@@ -115,7 +115,7 @@ class ProduceResponseV2:
 
 
 # version -> (request, response), and the per-version names handlers build answers with ---
-SCHEMAS = {
+SCHEMAS: dict[int, tuple[type, type]] = {
     0: (_request(0), ProduceResponseV0),
     1: (_request(1), ProduceResponseV1),
     2: (_request(2), ProduceResponseV2),

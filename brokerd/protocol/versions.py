@@ -82,7 +82,8 @@ def _check_against_kio() -> None:
     """Each advertised version has a schema: our own (interbroker.SCHEMAS) or kio's."""
     for api_key, supported in SUPPORTED.items():
         ours = interbroker.SCHEMAS.get(api_key, {})
-        known = schema_name_map.get(api_key_map.get(api_key), {})
+        name = api_key_map.get(api_key)
+        known = schema_name_map.get(name, {}) if name is not None else {}
         for version in range(supported.min_version, supported.max_version + 1):
             if version not in ours and version not in known:
                 raise RuntimeError(f"no schema for {api_name(api_key)} v{version}")

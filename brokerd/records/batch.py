@@ -13,7 +13,9 @@ patching the header in place: the produce path never decodes records.
 
 from __future__ import annotations
 
+import builtins
 import struct
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -310,7 +312,7 @@ class RecordBatch:
         self._header = HEADER.unpack_from(self.buf, self.pos)
 
     # Records -------------------------------------------------------------------------
-    def records_payload(self) -> bytes:
+    def records_payload(self) -> builtins.bytes:
         """The (decompressed) bytes of the records section."""
         self.check_size()  # a short or truncated batch must not decode a shifted payload
         raw = memoryview(self.buf)[self.pos + HEADER_SIZE : self.pos + self.size]
@@ -438,12 +440,9 @@ def build_batch(
     """Encode records into one v2 batch. `offset_deltas` keeps a compacted batch's gaps."""
     if offset_deltas is None:
         offset_deltas = range(len(records))
-    timestamps = [r.timestamp for r in records]
-    if any(ts is None for ts in timestamps):
-        import time
-
-        fill = now_ms if now_ms is not None else int(time.time() * 1000)
-        timestamps = [fill if ts is None else ts for ts in timestamps]
+    missing = any(r.timestamp is None for r in records)
+    fill = (now_ms if now_ms is not None else int(time.time() * 1000)) if missing else 0
+    timestamps = [fill if r.timestamp is None else r.timestamp for r in records]
     if first_timestamp is None:
         first_timestamp = timestamps[0] if timestamps else NO_TIMESTAMP
     if max_timestamp is None:

@@ -66,7 +66,7 @@ class DecompressedSizeError(CompressionError):
     """A payload that decodes to more than the cap allows (a compression bomb)."""
 
 
-def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
+def compress(codec: int, data: bytes | bytearray, magic: int = 2) -> bytes | bytearray:
     if codec == NONE:
         return data
     if codec == GZIP:
@@ -153,7 +153,7 @@ def _decode_frames(data: bytes, new_decoder, codec_name: str, max_size: int, ste
             )
 
 
-def _xerial_compress(data: bytes) -> bytes:
+def _xerial_compress(data: bytes | bytearray) -> bytes:
     out = bytearray(_XERIAL_HEADER)
     # Empty input still gets one (empty) block: kafka-python takes a bare 16-byte header
     # for raw snappy and fails on it.

@@ -243,7 +243,7 @@ def encode_message(
     offset: int,
     magic: int,
     key: bytes | None,
-    value: bytes | None,
+    value: bytes | bytearray | None,
     *,
     attributes: int = 0,
     timestamp: int = NO_TIMESTAMP,

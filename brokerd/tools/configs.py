@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -38,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def split_config_list(text: str) -> list[tuple[str, str]]:
     """`a=1,b=[x=1,y=2]` -> [(a, 1), (b, x=1,y=2)]: commas inside brackets stay."""
-    items, depth, current = [], 0, []
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char == "[":
             depth += 1
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             zk = KazooClient(hosts=f"{hosts}/{chroot.strip('/')}")
             zk.start(timeout=15)
         path = user_path(args.entity_name)
-        current = {"version": 1, "config": {}}
+        current: dict[str, Any] = {"version": 1, "config": {}}
         if zk.exists(path):
             data, _ = zk.get(path)
             current = json.loads(data) if data else current

@@ -39,6 +39,7 @@ from brokerd.records.batch import (
     LOG_APPEND_TIME,
     NO_SEQUENCE,
     CorruptRecordError,
+    Record,
     RecordBatch,
 )
 from brokerd.records.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, LegacyEntry
@@ -363,8 +364,12 @@ class LogDumper:
     def record_lines(self, entry: RecordBatch | LegacyEntry) -> Iterator[tuple[int, str]]:
         timestamp_type = _timestamp_type(entry)
         skip_metadata = self.args.skip_record_metadata
+        # Each record with the legacy message whose crc is printed (None in a v2 batch).
+        records: list[tuple[Record, LegacyEntry | None]]
+        base_sequence = NO_SEQUENCE
         if isinstance(entry, RecordBatch):
             records = [(record, None) for record in entry.records()]
+            base_sequence = entry.base_sequence
         else:
             records = list(zip(entry.records(), self._legacy_messages(entry), strict=True))
         is_control = isinstance(entry, RecordBatch) and entry.is_control
@@ -381,9 +386,9 @@ class LogDumper:
                 prefix = " "
                 if message is None:
                     sequence = NO_SEQUENCE
-                    if entry.base_sequence >= 0:
+                    if base_sequence >= 0:
                         sequence = increment_sequence(
-                            entry.base_sequence, record.offset - entry.base_offset
+                            base_sequence, record.offset - entry.base_offset
                         )
                     header_keys = ",".join(header.key for header in record.headers)
                     text += f" sequence: {sequence} headerKeys: [{header_keys}]"

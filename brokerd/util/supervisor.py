@@ -136,13 +136,13 @@ class Supervisor:
             raise ValueError(f"{program.name} is already supervised")
         child = _Child(program, next_delay_s=self.backoff_initial_s)
         self.children.append(child)
-        self._spawn(child, STARTING)
+        process = self._spawn(child, STARTING)
         deadline = time.monotonic() + program.ready_timeout_s
         while True:
             if self.stop_requested:
                 raise StopRequested(program.name)
-            if child.process.poll() is not None:
-                code = child.process.returncode
+            if process.poll() is not None:
+                code = process.returncode
                 self._close_log(child)
                 child.state = STOPPED
                 self._record_exit(child, code)
@@ -152,7 +152,7 @@ class Supervisor:
                 child.state = RUNNING
                 self.write_status()
                 log.info("%s started (pid %d)", program.name, child.pid)
-                return child.process.pid
+                return process.pid
             if time.monotonic() > deadline:
                 raise StartFailed(
                     f"{program.name} was not ready within {program.ready_timeout_s:.0f}s"
@@ -160,7 +160,7 @@ class Supervisor:
             self.poll()
             time.sleep(0.1)
 
-    def _spawn(self, child: _Child, state: str) -> None:
+    def _spawn(self, child: _Child, state: str) -> subprocess.Popen:
         program = child.program
         program.log_path.parent.mkdir(parents=True, exist_ok=True)
         child.log_file = open(program.log_path, "ab")  # noqa: SIM115 - lives with the process
@@ -177,6 +177,7 @@ class Supervisor:
         child.started_at = time.monotonic()
         child.started_wall = _now_iso()
         self.write_status()
+        return child.process
 
     # Supervising -------------------------------------------------------------------------
     def poll(self) -> None:
@@ -199,7 +200,10 @@ class Supervisor:
                     )
                     changed = True
                 continue
-            code = child.process.poll()
+            process = child.process
+            if process is None:
+                continue  # never spawned
+            code = process.poll()
             if code is not None:
                 self._on_exit(child, code, now)
                 changed = True
@@ -217,8 +221,8 @@ class Supervisor:
                         program.ready_timeout_s,
                     )
                     self._kill_group(child)
-                    child.process.wait()
-                    self._on_exit(child, child.process.returncode, now)
+                    process.wait()
+                    self._on_exit(child, process.returncode, now)
                     changed = True
         if changed:
             self.write_status()
@@ -289,8 +293,10 @@ class Supervisor:
     def _kill_group(child: _Child) -> None:
         # The group id is the child's pid (start_new_session). Linux keeps a pid taken while
         # a process group of that id has members; an empty group is simply not found.
+        if child.process is None:
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(child.pid, signal.SIGKILL)
+            os.killpg(child.process.pid, signal.SIGKILL)
 
     @staticmethod
     def _close_log(child: _Child) -> None:

@@ -57,7 +57,7 @@ def _tokens(text: str):
 
 
 def _quoted(text: str, i: int) -> tuple[str, int]:
-    out = []
+    out: list[str] = []
     while i < len(text):
         c = text[i]
         if c == '"':
