@@ -6,6 +6,7 @@ fails the test."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from brokerd.protocol import framing
 from brokerd.server.connection import ResponseParts, current_listener
 from brokerd.server.fetch_session import FetchSessionCache
 from brokerd.server.handlers.context import HandlerContext
+from tests.integration.wire import nested, request
 
 BASE = {
     "broker.id": "1",
@@ -74,8 +76,10 @@ async def call(handler, ctx: HandlerContext, body: Any) -> Any:
     """The handler's response to `body`, through the wire encoding both ways."""
     request = as_received(body)
     response = await handler(ctx, request)
-    if isinstance(response, ResponseParts):  # Fetch: written piecewise, bytes only here
-        response = b"".join(response.parts)
+    if isinstance(response, ResponseParts):  # Fetch: bytes and file regions, in order
+        parts = response
+        response = b"".join(p if isinstance(p, bytes) else p.read() for p in parts.parts)
+        parts.release()
     if not isinstance(response, bytes):
         response = framing.encode_response(request, response)
     return framing.decode_response(response[4:], request.api_key, request.api_version)
@@ -88,3 +92,55 @@ def on_listener(name: str) -> Iterator[None]:
         yield
     finally:
         current_listener.reset(token)
+
+
+def produce_request(records: bytes, acks: int = 1, version: int = 9, topic: str = "t") -> Any:
+    """Produce of one partition (0) of `topic`."""
+    data = nested(0, version, "PartitionProduceData", index=0, records=records)
+    return request(
+        0,
+        version,
+        transactional_id=None,
+        acks=acks,
+        timeout=datetime.timedelta(seconds=1),
+        topic_data=(nested(0, version, "TopicProduceData", name=topic, partition_data=(data,)),),
+    )
+
+
+def fetch_request(replica_id=-1, session_id=0, epoch=-1, topics=(), offset=0) -> Any:
+    """Fetch v12 of partition 0 of each of `topics` from `offset`, without waiting."""
+    return request(
+        1,
+        12,
+        replica_id=replica_id,
+        max_wait=datetime.timedelta(milliseconds=0),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=tuple(
+            nested(
+                1,
+                12,
+                "FetchTopic",
+                topic=name,
+                partitions=(
+                    nested(
+                        1,
+                        12,
+                        "FetchPartition",
+                        partition=0,
+                        fetch_offset=offset,
+                        partition_max_bytes=1 << 20,
+                        current_leader_epoch=-1,
+                        log_start_offset=-1,
+                        last_fetched_epoch=-1,
+                    ),
+                ),
+            )
+            for name in topics
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )

@@ -1,8 +1,6 @@
 """Produce and Fetch refusals decided before any log is touched: the replica manager is
 not in the context, so reaching it fails the test."""
 
-import datetime
-
 import pytest
 
 from brokerd.protocol.errors import ErrorCode
@@ -11,22 +9,13 @@ from brokerd.records.batch import SimpleRecord, build_batch
 from brokerd.server.fetch_session import FetchSessionCache
 from brokerd.server.handlers.fetch import handle_fetch
 from brokerd.server.handlers.produce import handle_produce
-from tests.integration.wire import nested, request
-from tests.unit.server.handler_context import call, context, on_listener
-
-SECOND = datetime.timedelta(seconds=1)
-
-
-def _produce(records: bytes, acks: int = 1, version: int = 9):
-    data = nested(0, version, "PartitionProduceData", index=0, records=records)
-    return request(
-        0,
-        version,
-        transactional_id=None,
-        acks=acks,
-        timeout=SECOND,
-        topic_data=(nested(0, version, "TopicProduceData", name="t", partition_data=(data,)),),
-    )
+from tests.unit.server.handler_context import (
+    call,
+    context,
+    fetch_request,
+    on_listener,
+    produce_request,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,54 +32,16 @@ def _produce(records: bytes, acks: int = 1, version: int = 9):
     ],
 )
 async def test_produce_refusals_before_the_log(records, acks, version, expected):
-    response = await call(handle_produce, context(), _produce(bytes(records), acks, version))
+    response = await call(handle_produce, context(), produce_request(bytes(records), acks, version))
     (partition,) = response.responses[0].partition_responses
     assert partition.error_code == expected
     assert partition.base_offset == -1
 
 
-def _fetch(replica_id=-1, session_id=0, epoch=-1, topics=()):
-    return request(
-        1,
-        12,
-        replica_id=replica_id,
-        max_wait=datetime.timedelta(milliseconds=0),
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=session_id,
-        session_epoch=epoch,
-        topics=tuple(
-            nested(
-                1,
-                12,
-                "FetchTopic",
-                topic=name,
-                partitions=(
-                    nested(
-                        1,
-                        12,
-                        "FetchPartition",
-                        partition=0,
-                        fetch_offset=0,
-                        partition_max_bytes=1 << 20,
-                        current_leader_epoch=-1,
-                        log_start_offset=-1,
-                        last_fetched_epoch=-1,
-                    ),
-                ),
-            )
-            for name in topics
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
-
-
 async def test_a_follower_fetch_on_a_client_listener_is_refused_without_a_session():
     ctx = context()
     with on_listener("PLAINTEXT"):
-        response = await call(handle_fetch, ctx, _fetch(replica_id=2, epoch=0, topics=["t"]))
+        response = await call(handle_fetch, ctx, fetch_request(replica_id=2, epoch=0, topics=["t"]))
     assert response.error_code == ErrorCode.none and response.session_id == 0
     (partition,) = response.responses[0].partitions
     assert partition.error_code == ErrorCode.topic_authorization_failed
@@ -99,16 +50,16 @@ async def test_a_follower_fetch_on_a_client_listener_is_refused_without_a_sessio
 
 async def test_fetch_session_errors_are_top_level():
     ctx = context(fetch_sessions=FetchSessionCache(10))
-    response = await call(handle_fetch, ctx, _fetch(session_id=12345, epoch=1))
+    response = await call(handle_fetch, ctx, fetch_request(session_id=12345, epoch=1))
     assert response.error_code == ErrorCode.fetch_session_id_not_found
     session = ctx.fetch_sessions.new_session()
-    response = await call(handle_fetch, ctx, _fetch(session_id=session.session_id, epoch=5))
+    response = await call(handle_fetch, ctx, fetch_request(session_id=session.session_id, epoch=5))
     assert response.error_code == ErrorCode.invalid_fetch_session_epoch
 
 
 async def test_an_empty_fetch_opens_a_session_and_an_incremental_one_continues_it():
     ctx = context(fetch_sessions=FetchSessionCache(10))
-    opened = await call(handle_fetch, ctx, _fetch(epoch=0))
+    opened = await call(handle_fetch, ctx, fetch_request(epoch=0))
     assert opened.error_code == ErrorCode.none and opened.session_id != 0
-    again = await call(handle_fetch, ctx, _fetch(session_id=opened.session_id, epoch=1))
+    again = await call(handle_fetch, ctx, fetch_request(session_id=opened.session_id, epoch=1))
     assert again.error_code == ErrorCode.none and again.session_id == opened.session_id
