@@ -1,4 +1,6 @@
-"""The broker: ZooKeeper session, metadata, storage, controller role and listeners, wired.
+"""The broker's composition root: ZooKeeper session, metadata, storage, replication, groups,
+controller role, listeners and admin API, each built here and handed only the collaborators
+(or plain values) it uses. No other module imports Broker (import-linter checks it).
 
 Start-up follows Kafka's order: ZooKeeper and the cluster id, the log manager (recovery),
 the listeners (so the registration can publish bound ports), the registration in
@@ -133,21 +135,7 @@ class Broker:
             Listener(endpoint, config, self.zk, quotas, connections, peers=self.listeners)
             for endpoint in config.listeners
         )
-        admin_context = AdminContext(
-            config=config,
-            broker_id=self.broker_id,
-            metadata=self.metadata,
-            log_manager=self.log_manager,
-            replicas=self.replicas,
-            controller=self.controller,
-            zk=self.zk,
-            metrics=self.metrics,
-            failure_probes=self.failure_probes,
-            started=self.started,
-            advertised_endpoints=lambda: self.advertised_endpoints,
-            cleaner=lambda: self.cleaner,
-            cleaner_thread=lambda: self._cleaner_thread,
-        )
+        admin_context = self._admin_context()
         self.metrics.add_collector(BrokerStateCollector(admin_context))
         self.admin = AdminServer(admin_context, ADMIN_ROUTES)
 
@@ -167,6 +155,23 @@ class Broker:
             dynamic_configs=self.dynamic_configs,
             topic_admin=self.topic_admin,
             admin_lock=self.admin_lock,
+        )
+
+    def _admin_context(self) -> AdminContext:
+        return AdminContext(
+            config=self.config,
+            broker_id=self.broker_id,
+            metadata=self.metadata,
+            log_manager=self.log_manager,
+            replicas=self.replicas,
+            controller=self.controller,
+            zk=self.zk,
+            metrics=self.metrics,
+            failure_probes=self.failure_probes,
+            started=self.started,
+            advertised_endpoints=lambda: self.advertised_endpoints,
+            cleaner=lambda: self.cleaner,
+            cleaner_thread=lambda: self._cleaner_thread,
         )
 
     # Endpoints ------------------------------------------------------------------------
