@@ -2,13 +2,6 @@
 directory and partitions led or followed as the controller's LeaderAndIsr makes them
 (tests/unit/replication's set-up, over the session's ZooKeeper)."""
 
-import asyncio
-import itertools
-
-import pytest
-
-from brokerd.coordination.metadata import MetadataCache
-from brokerd.coordination.zk_client import ZkClient
 from brokerd.protocol.errors import ErrorCode
 from brokerd.records.batch import iter_batches
 from brokerd.server.handlers.fetch import handle_fetch
@@ -22,24 +15,6 @@ from tests.unit.server.handler_context import (
     fetch_request,
     produce_request,
 )
-
-_chroots = itertools.count(1)
-
-
-@pytest.fixture
-async def replicas(zookeeper, tmp_path):
-    zk = ZkClient(zookeeper.connect, f"/server-handlers-{next(_chroots)}", 6000, 10000)
-    await zk.start()
-    metadata = MetadataCache(zk)
-    await metadata.load()
-    made = Setup(zk, metadata, tmp_path)
-    await asyncio.to_thread(made.log_manager.startup)
-    await made.replicas.start()
-    yield made
-    await made.replicas.shutdown()
-    made.background.cancel_all()
-    await asyncio.to_thread(made.log_manager.shutdown)
-    await zk.stop()
 
 
 def _ctx(made: Setup):
