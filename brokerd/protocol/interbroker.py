@@ -18,7 +18,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i16, i32, i64
 
 from . import produce_legacy
-from .kio_style import Message
+from .kio_style import Message, request, request_part, response, response_part
 
 LEADER_AND_ISR = Message(4, 4, True, RequestHeader, ResponseHeader)
 STOP_REPLICA = Message(5, 3, True, RequestHeader, ResponseHeader)
@@ -39,7 +39,7 @@ def _ids():
 # LeaderAndIsr v4 --------------------------------------------------------------------------
 
 
-@LEADER_AND_ISR.request_part
+@request_part(LEADER_AND_ISR)
 class LeaderAndIsrPartitionState:
     partition_index: i32 = _int32()
     controller_epoch: i32 = _int32()
@@ -53,20 +53,20 @@ class LeaderAndIsrPartitionState:
     is_new: bool = field(metadata={"kafka_type": "bool"}, default=False)
 
 
-@LEADER_AND_ISR.request_part
+@request_part(LEADER_AND_ISR)
 class LeaderAndIsrTopicState:
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_states: tuple[LeaderAndIsrPartitionState, ...]
 
 
-@LEADER_AND_ISR.request_part
+@request_part(LEADER_AND_ISR)
 class LeaderAndIsrLiveLeader:
     broker_id: BrokerId = _int32()
     host_name: str = field(metadata={"kafka_type": "string"})
     port: i32 = _int32()
 
 
-@LEADER_AND_ISR.request
+@request(LEADER_AND_ISR)
 class LeaderAndIsrRequest:
     controller_id: BrokerId = _int32()
     controller_epoch: i32 = _int32()
@@ -75,14 +75,14 @@ class LeaderAndIsrRequest:
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...]
 
 
-@LEADER_AND_ISR.response_part
+@response_part(LEADER_AND_ISR)
 class LeaderAndIsrPartitionError:
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_index: i32 = _int32()
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
-@LEADER_AND_ISR.response
+@response(LEADER_AND_ISR)
 class LeaderAndIsrResponse:
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     partition_errors: tuple[LeaderAndIsrPartitionError, ...]
@@ -91,20 +91,20 @@ class LeaderAndIsrResponse:
 # StopReplica v3 ---------------------------------------------------------------------------
 
 
-@STOP_REPLICA.request_part
+@request_part(STOP_REPLICA)
 class StopReplicaPartitionState:
     partition_index: i32 = _int32()
     leader_epoch: i32 = _int32(i32(-1))
     delete_partition: bool = field(metadata={"kafka_type": "bool"}, default=False)
 
 
-@STOP_REPLICA.request_part
+@request_part(STOP_REPLICA)
 class StopReplicaTopicState:
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_states: tuple[StopReplicaPartitionState, ...]
 
 
-@STOP_REPLICA.request
+@request(STOP_REPLICA)
 class StopReplicaRequest:
     controller_id: BrokerId = _int32()
     controller_epoch: i32 = _int32()
@@ -112,14 +112,14 @@ class StopReplicaRequest:
     topic_states: tuple[StopReplicaTopicState, ...]
 
 
-@STOP_REPLICA.response_part
+@response_part(STOP_REPLICA)
 class StopReplicaPartitionError:
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_index: i32 = _int32()
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
-@STOP_REPLICA.response
+@response(STOP_REPLICA)
 class StopReplicaResponse:
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     partition_errors: tuple[StopReplicaPartitionError, ...]
@@ -128,7 +128,7 @@ class StopReplicaResponse:
 # UpdateMetadata v6 ------------------------------------------------------------------------
 
 
-@UPDATE_METADATA.request_part
+@request_part(UPDATE_METADATA)
 class UpdateMetadataPartitionState:
     partition_index: i32 = _int32()
     controller_epoch: i32 = _int32()
@@ -140,13 +140,13 @@ class UpdateMetadataPartitionState:
     offline_replicas: tuple[BrokerId, ...] = _ids()
 
 
-@UPDATE_METADATA.request_part
+@request_part(UPDATE_METADATA)
 class UpdateMetadataTopicState:
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_states: tuple[UpdateMetadataPartitionState, ...]
 
 
-@UPDATE_METADATA.request_part
+@request_part(UPDATE_METADATA)
 class UpdateMetadataEndpoint:
     port: i32 = _int32()
     host: str = field(metadata={"kafka_type": "string"})
@@ -154,14 +154,14 @@ class UpdateMetadataEndpoint:
     security_protocol: i16 = field(metadata={"kafka_type": "int16"})
 
 
-@UPDATE_METADATA.request_part
+@request_part(UPDATE_METADATA)
 class UpdateMetadataBroker:
     id: BrokerId = _int32()
     endpoints: tuple[UpdateMetadataEndpoint, ...]
     rack: str | None = field(metadata={"kafka_type": "string"}, default=None)
 
 
-@UPDATE_METADATA.request
+@request(UPDATE_METADATA)
 class UpdateMetadataRequest:
     controller_id: BrokerId = _int32()
     controller_epoch: i32 = _int32()
@@ -170,7 +170,7 @@ class UpdateMetadataRequest:
     live_brokers: tuple[UpdateMetadataBroker, ...]
 
 
-@UPDATE_METADATA.response
+@response(UPDATE_METADATA)
 class UpdateMetadataResponse:
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
@@ -178,19 +178,19 @@ class UpdateMetadataResponse:
 # ControlledShutdown v3 --------------------------------------------------------------------
 
 
-@CONTROLLED_SHUTDOWN.request
+@request(CONTROLLED_SHUTDOWN)
 class ControlledShutdownRequest:
     broker_id: BrokerId = _int32()
     broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
 
 
-@CONTROLLED_SHUTDOWN.response_part
+@response_part(CONTROLLED_SHUTDOWN)
 class ControlledShutdownRemainingPartition:
     topic_name: TopicName = field(metadata={"kafka_type": "string"})
     partition_index: i32 = _int32()
 
 
-@CONTROLLED_SHUTDOWN.response
+@response(CONTROLLED_SHUTDOWN)
 class ControlledShutdownResponse:
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     remaining_partitions: tuple[ControlledShutdownRemainingPartition, ...]

@@ -22,7 +22,7 @@ from kio.schema.response_header.v0.header import ResponseHeader
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, TZAware, i16, i32, i32Timedelta, i64
 
-from .kio_style import Message
+from .kio_style import Message, request, request_part, response, response_part
 
 _PRODUCE = {
     version: Message(0, version, False, RequestHeader, ResponseHeader) for version in (0, 1, 2)
@@ -37,20 +37,20 @@ def _int32():
 # Requests: the same layout for v0, v1 and v2 -----------------------------------------------
 
 
-@PRODUCE_V0.request_part
+@request_part(PRODUCE_V0)
 class PartitionProduceData:
     index: i32 = _int32()
     records: Records | None = field(metadata={"kafka_type": "records"})
 
 
-@PRODUCE_V0.request_part
+@request_part(PRODUCE_V0)
 class TopicProduceData:
     name: TopicName = field(metadata={"kafka_type": "string"})
     partition_data: tuple[PartitionProduceData, ...]
 
 
 def _request(version: int) -> type:
-    @_PRODUCE[version].request
+    @request(_PRODUCE[version])
     class ProduceRequest:
         acks: i16 = field(metadata={"kafka_type": "int16"})
         timeout: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
@@ -63,14 +63,14 @@ def _request(version: int) -> type:
 # Responses ---------------------------------------------------------------------------------
 
 
-@PRODUCE_V0.response_part
+@response_part(PRODUCE_V0)
 class PartitionProduceResponseV0:
     index: i32 = _int32()
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     base_offset: i64 = field(metadata={"kafka_type": "int64"})
 
 
-@PRODUCE_V2.response_part
+@response_part(PRODUCE_V2)
 class PartitionProduceResponseV2:
     index: i32 = _int32()
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
@@ -78,19 +78,19 @@ class PartitionProduceResponseV2:
     log_append_time: TZAware | None = field(metadata={"kafka_type": "datetime_i64"}, default=None)
 
 
-@PRODUCE_V0.response_part
+@response_part(PRODUCE_V0)
 class TopicProduceResponseV0:
     name: TopicName = field(metadata={"kafka_type": "string"})
     partition_responses: tuple[PartitionProduceResponseV0, ...]
 
 
-@PRODUCE_V2.response_part
+@response_part(PRODUCE_V2)
 class TopicProduceResponseV2:
     name: TopicName = field(metadata={"kafka_type": "string"})
     partition_responses: tuple[PartitionProduceResponseV2, ...]
 
 
-@PRODUCE_V0.response
+@response(PRODUCE_V0)
 class ProduceResponseV0:
     responses: tuple[TopicProduceResponseV0, ...]
 
@@ -98,7 +98,7 @@ class ProduceResponseV0:
 _NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
-@PRODUCE_V1.response
+@response(PRODUCE_V1)
 class ProduceResponseV1:
     responses: tuple[TopicProduceResponseV0, ...]
     throttle_time: i32Timedelta = field(
@@ -106,7 +106,7 @@ class ProduceResponseV1:
     )
 
 
-@PRODUCE_V2.response
+@response(PRODUCE_V2)
 class ProduceResponseV2:
     responses: tuple[TopicProduceResponseV2, ...]
     throttle_time: i32Timedelta = field(
