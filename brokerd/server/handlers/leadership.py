@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import logging
 
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
+
 from brokerd.coordination import election
 from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode, KafkaError
@@ -43,7 +46,9 @@ async def handle_controlled_shutdown(ctx: HandlerContext, request: Request):
     return interbroker.ControlledShutdownResponse(
         error_code=error,
         remaining_partitions=tuple(
-            interbroker.ControlledShutdownRemainingPartition(topic_name=t, partition_index=p)
+            interbroker.ControlledShutdownRemainingPartition(
+                topic_name=TopicName(t), partition_index=i32(p)
+            )
             for t, p in remaining
         ),
     )

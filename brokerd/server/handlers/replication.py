@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import logging
 
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
+
 from brokerd.coordination.zk_data import PartitionState
 from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
@@ -130,19 +133,19 @@ async def handle_stop_replica(ctx: HandlerContext, request: Request):
     if refused == ErrorCode.stale_broker_epoch:
         return interbroker.StopReplicaResponse(error_code=refused, partition_errors=())
     error: ErrorCode
-    results: dict[tuple[str, int], ErrorCode | None]
+    results: dict[tuple[TopicName, i32], ErrorCode]
     if refused is not None:
         error = refused
         results = {(t, p): refused for t, p, _ in partitions}
     else:
-        results = {(t, p): _path_error(t, p) for t, p, _ in partitions}
-        valid = [(t, p, d) for t, p, d in partitions if results[(t, p)] is None]
+        path_errors = {(t, p): _path_error(t, p) for t, p, _ in partitions}
+        valid = [(t, p, d) for t, p, d in partitions if path_errors[(t, p)] is None]
         try:
             await ctx.replicas.stop_replicas(body.controller_epoch, valid)
             error = ErrorCode.none
         except Exception as exc:  # noqa: BLE001 - answered as an error code
             error = error_code_of(exc)
-        results = {key: code if code is not None else error for key, code in results.items()}
+        results = {key: code if code is not None else error for key, code in path_errors.items()}
     return interbroker.StopReplicaResponse(
         error_code=error,
         partition_errors=tuple(
