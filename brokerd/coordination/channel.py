@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 from brokerd.client.connection import BrokerConnection
 from brokerd.config import BrokerConfig, Endpoint
@@ -20,12 +21,31 @@ from brokerd.util.background import BackgroundTasks
 
 from .controller_context import ControllerContext
 from .metadata import MetadataCache
-from .zk_data import BrokerInfo
+from .zk_data import BrokerInfo, PartitionState
+
+log = logging.getLogger(__name__)
 
 # Where a broker takes inter-broker requests (its inter.broker.listener.name endpoint).
 EndpointFor = Callable[[BrokerInfo], Endpoint | None]
+# (topic, partition, its state, its replicas), as controller requests carry them.
+PartitionStateEntry = tuple[str, int, PartitionState, list[int]]
 
-log = logging.getLogger(__name__)
+
+class BrokerRequests(Protocol):
+    """The requests the controller's parts send to brokers (ControllerChannel queues them)."""
+
+    def send_leader_and_isr(
+        self, broker_id: int, states: Sequence[PartitionStateEntry]
+    ) -> None: ...
+
+    def send_update_metadata(
+        self, broker_id: int, states: Sequence[PartitionStateEntry]
+    ) -> None: ...
+
+    def send_stop_replica(
+        self, broker_id: int, topic: str, partitions: Iterable[int], delete: bool
+    ) -> None: ...
+
 
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 RETRY_SECONDS = 0.2

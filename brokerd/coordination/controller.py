@@ -11,27 +11,36 @@ A topic's life: created (config, assignment, then states, written only while the
 znode exists), marked for deletion (/admin/delete_topics/<t>: no new states, no creation
 of that name), deleted (replicas stopped and removed, then the znodes, the marker last).
 Each step is one controller event; a deletion asked twice is carried out once.
+
+This class is the election and the event loop (one event at a time, only while in office);
+the work is done by its parts, which share the ControllerContext: PartitionStateMachine
+(elections and the requests announcing them), PartitionStateWriter (the fenced state
+writes), TopicDeletionManager, Reassigner, and the ControllerChannel to brokers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Protocol
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from brokerd.config import BrokerConfig
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.util.background import BackgroundTasks
 
 from . import election, zk_data
-from .channel import ControllerChannel
+from .channel import ControllerChannel, EndpointFor
 from .controller_context import ControllerContext
 from .metadata import MetadataCache, TopicInfo
+from .partition_state_machine import PartitionStateMachine
 from .partition_states import PartitionStateWriter
 from .reassignment import Reassigner
+from .replica_assignment import assign_replicas
+from .topic_deletion import TopicDeletionManager
 from .zk_client import ControllerMovedError, ZkClient
 from .zk_data import PartitionState
 
@@ -40,7 +49,11 @@ log = logging.getLogger(__name__)
 # How long a broker that is not the controller waits for a new topic's partition states.
 STATES_WAIT_S = 10.0
 
-PartitionsCallback = Callable[[str, Sequence[int]], Awaitable[None]]
+
+class FailureProbes(Protocol):
+    """The broker's failure probes (failure.probes): tests hold the controller at points."""
+
+    async def reached(self, module: str, point: str) -> None: ...
 
 
 class Controller:
@@ -49,9 +62,9 @@ class Controller:
         zk_client: ZkClient,
         broker_id: int,
         cache: MetadataCache,
-        config=None,
-        endpoint_for=None,
-        probes=None,
+        config: BrokerConfig | None = None,
+        endpoint_for: EndpointFor | None = None,
+        probes: FailureProbes | None = None,
     ):
         self.zk = zk_client
         self.broker_id = broker_id
@@ -59,10 +72,12 @@ class Controller:
         self.config = config
         self.probes = probes  # the broker's FailureProbes (tests hold points with them)
         self.context = ControllerContext(broker_id, lambda: cache.controller_id)
-        self.on_topic_deleted: list[PartitionsCallback] = []
         self.channel = ControllerChannel(self.context, cache, config, endpoint_for)
         self.partition_states = PartitionStateWriter(
             zk_client, cache, self.context, self.resign_superseded
+        )
+        self.partitions = PartitionStateMachine(
+            cache, self.context, self.partition_states, self.channel, config
         )
         self.announced: set[tuple[str, int]] = set()  # partitions sent LeaderAndIsr
         self._events = asyncio.Lock()  # controller work runs one event at a time
@@ -79,6 +94,11 @@ class Controller:
             on_superseded=self.resign_superseded,
             schedule_event=self.schedule_event,
         )
+        self.deletions = TopicDeletionManager(
+            zk_client, cache, self.context, self.channel, forget=self._forget_topic
+        )
+        # Callbacks (topic, partitions) that remove this broker's replicas of a deleted topic.
+        self.on_topic_deleted = self.deletions.on_topic_deleted
         cache.controller_listeners.append(self._controller_changed)
 
     @property
@@ -107,13 +127,6 @@ class Controller:
             self.context.highest_seen_epoch,
         )
         await self.cache.refresh_controller()
-
-    def _unclean_allowed(self, topic: str) -> bool:
-        info = self.cache.topic(topic)
-        value = (info.configs if info else {}).get("unclean.leader.election.enable")
-        if value is None and self.config is not None:
-            return bool(self.config.get("unclean.leader.election.enable"))
-        return str(value).lower() == "true"
 
     def _spawn(self, coroutine) -> None:
         self._tasks.spawn(coroutine)
@@ -173,7 +186,9 @@ class Controller:
             and self._rebalancer is None
         ):
             self._rebalancer = asyncio.get_running_loop().create_task(
-                self._rebalance_periodically()
+                self._rebalance_periodically(
+                    self.config.get("leader.imbalance.check.interval.seconds")
+                )
             )
         await self.elect_missing_leaders()
         await self.process_pending_deletions()
@@ -195,57 +210,16 @@ class Controller:
     def assign_replicas(
         self, partitions: int, replication_factor: int, first_partition: int = 0
     ) -> dict[int, list[int]]:
-        """Kafka's spread over live brokers: a random first broker and replica shift; with
-        broker.rack set, brokers alternate racks and a partition's replicas take distinct
-        racks while racks remain."""
-        brokers = sorted(self.cache.brokers) or [self.broker_id]
-        if replication_factor > len(brokers):
-            raise KafkaError(
-                ErrorCode.invalid_replication_factor,
-                f"Replication factor: {replication_factor} larger than available brokers: "
-                f"{len(brokers)}.",
-            )
-        racks = {b: getattr(self.cache.brokers.get(b), "rack", None) for b in brokers}
-        if all(r is not None for r in racks.values()) and len(set(racks.values())) > 1:
-            brokers = _rack_alternated(brokers, racks)
-        count = len(brokers)
-        start = random.randrange(count)
-        shift = random.randrange(count)
-        out = {}
-        for p in range(partitions):
-            index = first_partition + p
-            if p > 0 and p % count == 0:
-                shift += 1
-            first = (start + p) % count
-            chosen = [brokers[first]]
-            candidates = [
-                brokers[(first + 1 + (shift + j) % max(count - 1, 1)) % count]
-                for j in range(count - 1)
-            ]
-            used_racks = {racks[brokers[first]]}
-            for candidate in candidates:
-                if len(chosen) == replication_factor:
-                    break
-                if candidate in chosen:
-                    continue
-                all_racks_used = len(used_racks) >= len(set(racks.values()))
-                if racks[candidate] in used_racks and not all_racks_used:
-                    continue
-                chosen.append(candidate)
-                used_racks.add(racks[candidate])
-            for candidate in brokers:  # fill up if rack rules left us short
-                if len(chosen) == replication_factor:
-                    break
-                if candidate not in chosen:
-                    chosen.append(candidate)
-            out[index] = chosen
-        return out
+        """Replicas for new partitions, spread over the live brokers (and their racks)."""
+        racks = {b: info.rack for b, info in self.cache.brokers.items()} or {self.broker_id: None}
+        return assign_replicas(racks, partitions, replication_factor, first_partition)
 
     # Topics -----------------------------------------------------------------------------
     async def create_topic(
         self, name: str, assignment: Mapping[int, Sequence[int]], configs: Mapping[str, str]
-    ) -> TopicInfo:
-        """Config first, then the assignment (what other brokers watch), then the states."""
+    ) -> TopicInfo | None:
+        """Config first, then the assignment (what other brokers watch), then the states;
+        the topic as cached (None if it was deleted meanwhile)."""
         if await self.zk.exists(zk_data.topic_path(name)):
             raise KafkaError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
         if await self.zk.exists(zk_data.delete_topic_path(name)):
@@ -380,27 +354,11 @@ class Controller:
         """One deletion event; the marker's absence means another event carried it out."""
         async with self._events:
             if self.is_active and await self.zk.exists(zk_data.delete_topic_path(name)):
-                await self._complete_deletion(name)
+                await self.deletions.delete(name)
 
-    async def _complete_deletion(self, name: str) -> None:
-        info = self.cache.topic(name) or await self.cache.refresh_topic(name)
-        if info is not None:
-            info.marked_for_deletion = True  # nothing here makes replicas of it any more
-            for callback in self.on_topic_deleted:
-                await callback(name, sorted(info.assignment))
-            for broker_id in self.context.live:
-                if broker_id == self.broker_id:
-                    continue
-                mine = [p for p, rs in info.assignment.items() if broker_id in rs]
-                if mine:
-                    self.channel.send_stop_replica(broker_id, name, mine, delete=True)
-        await self.zk.delete(zk_data.topic_path(name), recursive=True)
-        await self.zk.delete(zk_data.topic_config_path(name))
-        await self.zk.delete(zk_data.delete_topic_path(name))
-        self.cache.forget_topic(name)
+    def _forget_topic(self, name: str) -> None:
         self.announced = {(t, p) for t, p in self.announced if t != name}
         self.reassignments.forget_topic(name)
-        log.info("deleted topic %s", name)
 
     # Failover and broker changes ----------------------------------------------------------
     async def on_failover(self) -> None:
@@ -411,12 +369,11 @@ class Controller:
             self.context.live = await self._read_live_brokers()
             await self._probe("failover")
             await self.zk.children(zk_data.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed)
-            changed = await self._elect_offline(set(self.context.live))
-            everything = self._all_partitions()
-            await self._send_leader_and_isr(set(self.context.live), everything)
-            await self._send_update_metadata(set(self.context.live), everything)
+            await self.partitions.elect_offline(set(self.context.live))
+            everything = self.partitions.all_partitions()
+            self.partitions.send_leader_and_isr(set(self.context.live), everything)
+            self.partitions.send_update_metadata(set(self.context.live), everything)
             self.announced = set(everything)
-            del changed
 
     async def _read_live_brokers(self) -> dict[int, int]:
         """Registered broker ids and their registrations' czxids. /brokers/ids is watched by
@@ -455,80 +412,22 @@ class Controller:
                 log.info("controller: brokers %s are gone", sorted(dead))
                 self.channel.remove(dead)
                 survivors = set(now) - bounced
-                changed = await self._elect_offline(survivors, dead)
-                await self._send_leader_and_isr(survivors, changed)
-                await self._send_update_metadata(survivors, changed)
+                changed = await self.partitions.elect_offline(survivors, dead)
+                self.partitions.send_leader_and_isr(survivors, changed)
+                self.partitions.send_update_metadata(survivors, changed)
             if new:
                 log.info("controller: brokers %s joined", sorted(new))
-                changed = await self._elect_offline(set(now))
-                await self._send_leader_and_isr(set(now), changed)
+                changed = await self.partitions.elect_offline(set(now))
+                self.partitions.send_leader_and_isr(set(now), changed)
                 theirs = [
                     (t, p)
-                    for t, p in self._all_partitions()
+                    for t, p in self.partitions.all_partitions()
                     if any(b in new for b in self.cache.topics[t].assignment.get(p, []))
                 ]
-                await self._send_leader_and_isr(new, theirs)
-                await self._send_update_metadata(set(now) - new, changed)
-                await self._send_update_metadata(new, self._all_partitions())
+                self.partitions.send_leader_and_isr(new, theirs)
+                self.partitions.send_update_metadata(set(now) - new, changed)
+                self.partitions.send_update_metadata(new, self.partitions.all_partitions())
                 self.reassignments.brokers_joined(new)
-
-    def _all_partitions(self) -> list[tuple[str, int]]:
-        return [
-            (info.name, p)
-            for info in list(self.cache.topics.values())
-            for p in sorted(info.assignment)
-        ]
-
-    async def _elect_offline(
-        self, live: set[int], dead: set[int] = frozenset()
-    ) -> list[tuple[str, int]]:
-        """New states for partitions whose leader is not live (elected from the ISR) or
-        whose ISR names a dead broker; written conditionally, re-read on a version clash."""
-        changed = []
-        for topic, index in self._all_partitions():
-            info = self.cache.topic(topic)
-            if info is None or index not in info.states:
-                continue
-            state = info.states[index]
-            involved = state.leader not in live or any(b in dead for b in state.isr)
-            if not involved:
-                continue
-            replicas = info.assignment[index]
-            if await self.partition_states.write(
-                topic, index, lambda st, t=topic, rs=replicas: self._next_state(t, rs, st, live)
-            ):
-                changed.append((topic, index))
-        return changed
-
-    def _next_state(
-        self, topic: str, replicas: list[int], state: PartitionState, live: set[int]
-    ) -> PartitionState | None:
-        live_isr = [r for r in state.isr if r in live]
-        if state.leader in live:
-            if live_isr == state.isr:
-                return None
-            leader, isr = state.leader, live_isr  # a follower died: it leaves the ISR
-        else:
-            candidates = [
-                r for r in replicas if r in live_isr and r not in self.context.shutting_down
-            ]
-            candidates = candidates or [r for r in replicas if r in live_isr]
-            if candidates:
-                leader, isr = candidates[0], live_isr
-            elif self._unclean_allowed(topic) and any(r in live for r in replicas):
-                leader = next(r for r in replicas if r in live)
-                isr = [leader]
-                log.warning("controller: unclean leader election of %d for %s", leader, topic)
-            else:
-                if state.leader == -1:
-                    return None
-                leader, isr = -1, state.isr  # offline until an ISR member returns
-        return PartitionState(
-            leader=leader,
-            leader_epoch=state.leader_epoch + 1,
-            isr=isr,
-            controller_epoch=self.context.epoch,
-        )
 
     # ISR change notifications -----------------------------------------------------------
     def _isr_changed(self, *_: object) -> None:
@@ -554,7 +453,7 @@ class Controller:
                 if found is not None and info is not None:
                     info.states[index] = PartitionState.from_json(*found)
             if changed:
-                await self._send_update_metadata(set(self.context.live), sorted(changed))
+                self.partitions.send_update_metadata(set(self.context.live), sorted(changed))
                 await self.reassignments.isr_changed(sorted(changed))
 
     # New topics ---------------------------------------------------------------------------
@@ -566,15 +465,15 @@ class Controller:
                 return
             fresh = [
                 (t, p)
-                for t, p in self._all_partitions()
+                for t, p in self.partitions.all_partitions()
                 if (t, p) not in self.announced
                 and p in self.cache.topics[t].states
                 and not self.cache.topics[t].marked_for_deletion
             ]  # a partition whose state is still being written is announced next time
             self.announced.update(fresh)
             if fresh:
-                await self._send_leader_and_isr(set(self.context.live), fresh)
-                await self._send_update_metadata(set(self.context.live), fresh)
+                self.partitions.send_leader_and_isr(set(self.context.live), fresh)
+                self.partitions.send_update_metadata(set(self.context.live), fresh)
 
     # Controlled shutdown ------------------------------------------------------------------
     async def controlled_shutdown(
@@ -590,33 +489,7 @@ class Controller:
             if broker_epoch >= 0 and broker_epoch != self.context.live[broker_id]:
                 return ErrorCode.stale_broker_epoch, []
             self.context.shutting_down.add(broker_id)
-            live = set(self.context.live)
-            changed = []
-            remaining = []
-            for topic, index in self._all_partitions():
-                info = self.cache.topic(topic)
-                replicas = info.assignment.get(index, []) if info else []
-                if broker_id not in replicas or len(replicas) < 2 or index not in info.states:
-                    continue
-
-                def away(state, rs=replicas):
-                    return election.away_from(
-                        broker_id, rs, state, live, self.context.shutting_down, self.context.epoch
-                    )
-
-                if await self.partition_states.write(topic, index, away):
-                    changed.append((topic, index))
-                if info.states[index].leader == broker_id:
-                    remaining.append((topic, index))
-            await self._send_leader_and_isr(live, changed)
-            await self._send_update_metadata(live, changed)
-            log.info(
-                "controller: controlled shutdown of %d moved %d partitions, %d remain",
-                broker_id,
-                len(changed),
-                len(remaining),
-            )
-            return ErrorCode.none, remaining
+            return ErrorCode.none, await self.partitions.move_leadership_off(broker_id)
 
     # Leader elections on demand (ElectLeaders) and preferred-leader rebalancing ------------
     async def elect_leaders(
@@ -626,69 +499,16 @@ class Controller:
         async with self._events:
             if not self.is_active:
                 raise KafkaError(ErrorCode.not_controller)
-            strategy = (
-                election.preferred if election_type == election.PREFERRED else election.unclean
-            )
-            keys = self._all_partitions() if partitions is None else partitions
-            live = set(self.context.live)
-            results: dict[tuple[str, int], ErrorCode] = {}
-            changed = []
-            for topic, index in keys:
-                info = self.cache.topic(topic)
-                if info is None or index not in info.states:
-                    results[(topic, index)] = ErrorCode.unknown_topic_or_partition
-                    continue
-                outcome: list = []
-                replicas = info.assignment.get(index, [])
-
-                def choose(state, rs=replicas, out=outcome):
-                    found = strategy(
-                        rs, state, live, self.context.shutting_down, self.context.epoch
-                    )
-                    out[:] = [found]
-                    return found if isinstance(found, PartitionState) else None
-
-                if await self.partition_states.write(topic, index, choose):
-                    changed.append((topic, index))
-                    results[(topic, index)] = ErrorCode.none
-                else:
-                    found = outcome[0] if outcome else ErrorCode.unknown_server_error
-                    results[(topic, index)] = (
-                        found if isinstance(found, ErrorCode) else ErrorCode.unknown_server_error
-                    )
-            await self._send_leader_and_isr(live, changed)
-            await self._send_update_metadata(live, changed)
-            return results
+            return await self.partitions.elect_leaders(election_type, partitions)
 
     def imbalanced_partitions(self) -> list[tuple[str, int]]:
-        """Partitions to hand back to their preferred leader: for every broker whose share
-        of preferred partitions led elsewhere exceeds leader.imbalance.per.broker.percentage,
-        those whose preferred replica is live, in the ISR and not stopping."""
+        """Partitions to hand back to their preferred leader (none while replicas move)."""
         threshold = self.config.get("leader.imbalance.per.broker.percentage") if self.config else 10
         if self.reassignments.ongoing:
             return []  # as Kafka: no automatic rebalance while replicas move
-        by_preferred: dict[int, list[tuple[str, int]]] = {}
-        for topic, index in self._all_partitions():
-            info = self.cache.topic(topic)
-            replicas = info.assignment.get(index, []) if info else []
-            if replicas and index in info.states:
-                by_preferred.setdefault(replicas[0], []).append((topic, index))
-        out = []
-        for broker_id, keys in by_preferred.items():
-            if broker_id not in self.context.live or broker_id in self.context.shutting_down:
-                continue
-            elsewhere = [
-                (t, p)
-                for t, p in keys
-                if self.cache.topics[t].states[p].leader != broker_id
-                and broker_id in self.cache.topics[t].states[p].isr
-            ]
-            if elsewhere and len(elsewhere) * 100 > threshold * len(keys):
-                out.extend(elsewhere)
-        return out
+        return self.partitions.imbalanced_partitions(threshold)
 
-    async def _rebalance_periodically(self) -> None:
-        interval = self.config.get("leader.imbalance.check.interval.seconds")
+    async def _rebalance_periodically(self, interval: float) -> None:
         while not self.stopped:
             await asyncio.sleep(min(interval, 1 << 31))
             if not self.is_active:
@@ -700,44 +520,6 @@ class Controller:
                     await self.elect_leaders(election.PREFERRED, imbalanced)
             except Exception:
                 log.exception("automatic preferred leader election failed")
-
-    # Requests to brokers ------------------------------------------------------------------
-    async def _send_leader_and_isr(self, brokers: set[int], partitions) -> None:
-        by_broker: dict[int, list] = {}
-        for topic, index in partitions:
-            info = self.cache.topic(topic)
-            if info is None or index not in info.states:
-                continue
-            replicas = info.assignment.get(index, [])
-            for broker_id in replicas:
-                if broker_id in brokers and broker_id in self.context.live:
-                    by_broker.setdefault(broker_id, []).append(
-                        (topic, index, info.states[index], replicas)
-                    )
-        for broker_id, states in by_broker.items():
-            self.channel.send_leader_and_isr(broker_id, states)
-
-    async def _send_update_metadata(self, brokers: set[int], partitions) -> None:
-        states = []
-        for topic, index in partitions:
-            info = self.cache.topic(topic)
-            if info is not None and index in info.states:
-                states.append((topic, index, info.states[index], info.assignment.get(index, [])))
-        for broker_id in brokers:
-            if broker_id in self.context.live:
-                self.channel.send_update_metadata(broker_id, states)
-
-
-def _rack_alternated(brokers: list[int], racks: Mapping[int, str | None]) -> list[int]:
-    """Brokers ordered rack by rack in turn: r1b1, r2b1, r3b1, r1b2, ..."""
-    by_rack: dict = {}
-    for broker in brokers:
-        by_rack.setdefault(racks[broker], []).append(broker)
-    ordered = []
-    lists = [by_rack[r] for r in sorted(by_rack, key=str)]
-    for i in range(max(len(rs) for rs in lists)):
-        ordered.extend(rs[i] for rs in lists if i < len(rs))
-    return ordered
 
 
 def _now_ms() -> int:

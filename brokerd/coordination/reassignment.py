@@ -21,13 +21,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Protocol
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from brokerd.protocol.errors import ErrorCode, KafkaError
 
 from . import zk_data
+from .channel import BrokerRequests
 from .controller_context import ControllerContext
 from .metadata import MetadataCache
 from .partition_states import PartitionStateWriter
@@ -37,8 +37,6 @@ from .zk_data import PartitionState
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
-# (topic, partition, its state, its replicas), as controller requests carry them.
-PartitionStateEntry = tuple[str, int, PartitionState, list[int]]
 WRITE_ATTEMPTS = 5
 
 
@@ -119,11 +117,6 @@ def shrunk_state(
     )
 
 
-def _refused(found: tuple) -> bool:
-    """Whether `Reassigner._validate` answered with an error rather than a target."""
-    return bool(found) and isinstance(found[0], ErrorCode)
-
-
 def _assignment_of(info, index: int) -> ReplicaAssignment:
     """A partition's assignment as the cached topic znode has it."""
     return ReplicaAssignment(
@@ -131,22 +124,6 @@ def _assignment_of(info, index: int) -> ReplicaAssignment:
         tuple(info.adding.get(index, ())),
         tuple(info.removing.get(index, ())),
     )
-
-
-class BrokerRequests(Protocol):
-    """The controller requests a reassignment sends (ControllerChannel queues them)."""
-
-    def send_leader_and_isr(
-        self, broker_id: int, states: Sequence[PartitionStateEntry]
-    ) -> None: ...
-
-    def send_update_metadata(
-        self, broker_id: int, states: Sequence[PartitionStateEntry]
-    ) -> None: ...
-
-    def send_stop_replica(
-        self, broker_id: int, topic: str, partitions: Iterable[int], delete: bool
-    ) -> None: ...
 
 
 class Reassigner:
@@ -190,11 +167,10 @@ class Reassigner:
         results: dict[PartitionKey, tuple[ErrorCode, str | None]] = {}
         accepted: dict[PartitionKey, tuple[int, ...]] = {}
         for key, replicas in requests.items():
-            found = self._validate(key, replicas, allow_rf_change)
-            if _refused(found):
-                results[key] = found
-            else:
-                accepted[key] = found
+            try:
+                accepted[key] = self._validate(key, replicas, allow_rf_change)
+            except KafkaError as refused:
+                results[key] = (refused.error_code, refused.message)
         # The latest reassignment wins over one written by older tools.
         await self._remove_from_legacy(lambda key, _rs: key in accepted)
         for key, target in accepted.items():
@@ -203,21 +179,21 @@ class Reassigner:
 
     def _validate(
         self, key: PartitionKey, replicas: Sequence[int] | None, allow_rf_change: bool
-    ) -> tuple[int, ...] | tuple[ErrorCode, str | None]:
-        """The target replicas, or the error and message that refuse them."""
+    ) -> tuple[int, ...]:
+        """The target replicas; KafkaError (code and message) when they are refused."""
         info = self.cache.topic(key[0])
         current = self.assignment(*key)
         if current is None or info is None or info.marked_for_deletion:
-            return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, "The partition does not exist.")
         if replicas is None:
             if not current.is_reassigning:
-                return ErrorCode.no_reassignment_in_progress, None
+                raise KafkaError(ErrorCode.no_reassignment_in_progress)
             return current.origin
         why = invalid_target(replicas, current, set(self.context.live))
         if why is not None:
-            return ErrorCode.invalid_replica_assignment, why
+            raise KafkaError(ErrorCode.invalid_replica_assignment, why)
         if not allow_rf_change and len(replicas) != len(current.origin):
-            return (
+            raise KafkaError(
                 ErrorCode.invalid_replication_factor,
                 f"The replication factor is changed from {len(current.origin)} to {len(replicas)}",
             )
@@ -471,8 +447,12 @@ class Reassigner:
             current = self.assignment(*key)
             if current is not None and current.is_reassigning and current.target == tuple(replicas):
                 continue  # already under way
-            target = self._validate(key, replicas, allow_rf_change=True)
-            code, message = target if _refused(target) else await self._start_guarded(key, target)
+            try:
+                target = self._validate(key, replicas, allow_rf_change=True)
+            except KafkaError as refused:
+                code, message = refused.error_code, refused.message
+            else:
+                code, message = await self._start_guarded(key, target)
             if code != ErrorCode.none:
                 log.warning(
                     "%s: %s-%d refused: %s %s",

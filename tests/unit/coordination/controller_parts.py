@@ -1,6 +1,6 @@
 """The controller's parts built on their own over a real ZooKeeper chroot: the context, the
-partition state writer and the reassigner, with a recorder in place of the channel (the
-requests it would queue to brokers are what these tests check)."""
+partition state writer, the partition state machine and the reassigner, with a recorder in
+place of the channel (the requests it would queue to brokers are what these tests check)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from brokerd.coordination import zk_data
 from brokerd.coordination.controller_context import ControllerContext
 from brokerd.coordination.metadata import MetadataCache
+from brokerd.coordination.partition_state_machine import PartitionStateMachine
 from brokerd.coordination.partition_states import PartitionStateWriter
 from brokerd.coordination.reassignment import Reassigner
 from brokerd.coordination.zk_client import ZkClient
@@ -53,12 +54,19 @@ class Parts:
     context: ControllerContext
     requests: RecordedRequests
     states: PartitionStateWriter
+    machine: PartitionStateMachine
     reassigner: Reassigner
     superseded: list[bool]
     scheduled: list
 
-    async def create_topic(self, name: str, assignment: dict[int, list[int]]) -> None:
-        """The znodes a controller writes for a new topic: assignment, then states."""
+    async def create_topic(
+        self, name: str, assignment: dict[int, list[int]], configs: dict[str, str] | None = None
+    ) -> None:
+        """The znodes a controller writes for a new topic: config, assignment, states."""
+        if configs:
+            await self.zk.create_json(
+                zk_data.topic_config_path(name), zk_data.entity_config(configs)
+            )
         await self.zk.create_json(
             zk_data.topic_path(name),
             zk_data.topic_assignment(zk_data.new_kafka_uuid(), assignment),
@@ -103,7 +111,7 @@ class Parts:
         await self.zk.stop()
 
 
-async def build(zookeeper, live: dict[int, int]) -> Parts:
+async def build(zookeeper, live: dict[int, int], config=None) -> Parts:
     client = ZkClient(
         zookeeper.connect, f"/controller-parts-{next(_chroots)}", 6000, connect_ms=10000
     )
@@ -122,6 +130,7 @@ async def build(zookeeper, live: dict[int, int]) -> Parts:
 
     requests = RecordedRequests()
     states = PartitionStateWriter(client, cache, context, on_superseded)
+    machine = PartitionStateMachine(cache, context, states, requests, config)
     reassigner = Reassigner(
         client,
         cache,
@@ -131,6 +140,8 @@ async def build(zookeeper, live: dict[int, int]) -> Parts:
         on_superseded=on_superseded,
         schedule_event=scheduled.append,
     )
-    parts = Parts(client, cache, context, requests, states, reassigner, superseded, scheduled)
+    parts = Parts(
+        client, cache, context, requests, states, machine, reassigner, superseded, scheduled
+    )
     await parts.take_office()
     return parts
