@@ -193,11 +193,11 @@ class MetadataCache:
             info.configs = previous.configs
         for partition in info.assignment:
             path = zk_data.partition_state_path(name, partition)
-            state = await self.zk.get_json(path)
-            if state is None and await self._exists_watched(path):  # written in between
-                state = await self.zk.get_json(path)
-            if state is not None:
-                _merge(info, partition, PartitionState.from_json(state[0], state[1]))
+            found_state = await self.zk.get_json(path)
+            if found_state is None and await self._exists_watched(path):  # written in between
+                found_state = await self.zk.get_json(path)
+            if found_state is not None:
+                _merge(info, partition, PartitionState.from_json(*found_state))
         config = await self._get_watched(zk_data.topic_config_path(name), watch_creation=True)
         if config is not None:
             info.configs = _configs_of(config[0])

@@ -260,6 +260,8 @@ async def get_or_create_cluster_id(zk: ZkClient) -> str:
         except NodeExistsError:
             pass  # another broker won the race
         found = await zk.get_json(zk_data.CLUSTER_ID)
+        if found is None:
+            raise RuntimeError(f"{zk_data.CLUSTER_ID} vanished right after it was created")
     return found[0]["id"]
 
 
