@@ -88,13 +88,19 @@ async def test_load_waits_at_the_probe_and_reports_loading(replicas):
 
 
 async def test_partition_lost_while_loading_is_not_owned(replicas):
+    writer = manager(replicas)
+    await loaded(writer)
+    await writer.store_group(writer.add_group(stable_group()), {})
+
     probes = Probes(hold=True)
     held = manager(replicas, probes=probes)
-    held.schedule_load(0, lambda group: None)
-    held.remove_groups_for_partition(0, lambda group: None)
+    seen = []
+    held.schedule_load(0, seen.append)
+    held.remove_groups_for_partition(0, seen.append)
     probes.release()
-    for _ in range(20):
-        await asyncio.sleep(0.001)
+    load = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    await asyncio.wait_for(asyncio.gather(*load), 10)  # the abandoned load ran to its end
+    assert seen == [] and held.get_group("g") is None
     assert not held.is_loading and not held.is_group_local("g")
 
 
