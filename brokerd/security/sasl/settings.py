@@ -101,10 +101,8 @@ class SaslServerSettings:
             mechanisms=tuple(mechanisms),
             plain_users=users,
             reauth_ms=int(_listener_value(config, listener, "connections.max.reauth.ms") or 0),
-            failed_authentication_delay_ms=int(
-                config.get("connection.failed.authentication.delay.ms")
-            ),
-            max_receive_bytes=int(config.get("sasl.server.max.receive.size")),
+            failed_authentication_delay_ms=config.socket.connection_failed_authentication_delay_ms,
+            max_receive_bytes=config.security.sasl_server_max_receive_size,
             scram_credentials=scram_credentials,
         )
 
@@ -129,7 +127,7 @@ class SaslClientCredentials:
 
 
 def inter_broker_credentials(config: BrokerConfig, listener: str) -> SaslClientCredentials:
-    mechanism = str(config.get("sasl.mechanism.inter.broker.protocol")).strip()
+    mechanism = config.security.sasl_mechanism_inter_broker_protocol.strip()
     if mechanism not in SUPPORTED_MECHANISMS:
         raise ConfigError(
             f"sasl.mechanism.inter.broker.protocol: {mechanism} is not supported "
