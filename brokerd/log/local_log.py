@@ -106,12 +106,13 @@ class LocalLog:
         return [s for s in self.segments.from_offset(self.recovery_point) if s.base_offset < offset]
 
     def flush_segments(self, segments: Iterable[LogSegment]) -> None:
-        """fsync each; one closed meanwhile because retention or the cleaner removed it has
-        nothing left to flush, but a live segment's failure is raised."""
+        """fsync each; one closed meanwhile because retention, the cleaner or a truncation
+        removed it has nothing left to flush (its closed file gives ValueError, or EBADF
+        when it closed between fileno() and fsync), but a live segment's failure is raised."""
         for segment in segments:
             try:
                 segment.flush()
-            except ValueError:
+            except (ValueError, OSError):
                 if segment in self.segments:
                     raise
 

@@ -38,7 +38,7 @@ from ..records.batch import (
 )
 from . import errors
 from .leader_epochs import LeaderEpochFileCache
-from .local_log import FetchDataInfo, LocalLog
+from .local_log import FetchDataInfo, LocalLog, OwnedRegion
 from .producer_state import ProducerStateEntry, ProducerStateManager
 from .segment import EntryHeader, LogSegment
 from .validator import (
@@ -121,6 +121,9 @@ class Log:
         self.high_watermark = min(self._local.log_end_offset, max(log_start_offset, 0))
         self._unflushed_messages = 0
         self.last_flush_ms = self.now_ms()
+        # Counts truncations, so that a flush that overlapped one does not advance the
+        # recovery point past data it never fsynced.
+        self._truncations = 0
         self.closed = False
 
     # Segments ------------------------------------------------------------------------
@@ -481,16 +484,23 @@ class Log:
         recovery point: recovery after a crash starts there.
 
         The fsyncs run without `_lock`, so appends (on the event loop) never wait for a
-        disk flush running on another thread."""
+        disk flush running on another thread. A truncation meanwhile (a follower, on a
+        worker thread) may have replaced what they fsynced: the recovery point then stays
+        where the truncation put it. An offset past the log end (a roll's background flush
+        that a truncation overtook) flushes only what exists."""
         local = self._local
         with self._lock:
-            offset = local.log_end_offset if offset is None else offset
+            end = local.log_end_offset
+            offset = end if offset is None else min(offset, end)
             if offset <= local.recovery_point:
                 return
             segments = local.segments_to_flush(offset)
             flushed_messages = self._unflushed_messages if offset >= local.log_end_offset else 0
+            truncations = self._truncations
         local.flush_segments(segments)
         with self._lock:
+            if truncations != self._truncations:
+                return
             local.recovery_point = max(local.recovery_point, offset)
             if flushed_messages or offset >= local.log_end_offset:
                 self._unflushed_messages = max(0, self._unflushed_messages - flushed_messages)
@@ -542,14 +552,20 @@ class Log:
         return self._local.read(start_offset, max_bytes, max_offset, min_one_message, owned)
 
     def read_batches(self, start_offset: int = 0, max_offset: int | None = None):
-        """Decoded entries from start_offset (tests, tools, the cleaner's callers)."""
+        """Decoded entries from start_offset (loading __consumer_offsets, recovery, tools).
+        Each chunk is read through its own descriptor: a truncation or retention on
+        another thread may close the segment's file between the lookup and the read."""
         offset = max(start_offset, self.log_start_offset)
         while offset < (self._local.log_end_offset if max_offset is None else max_offset):
-            info = self.read(offset, 1 << 20, max_offset, True)
-            if info.region is None:
+            region = self.read(offset, 1 << 20, max_offset, True, owned=True).region
+            if not isinstance(region, OwnedRegion):
                 return
+            try:
+                data = region.read()
+            finally:
+                region.release()
             progressed = False
-            for entry in iter_entries(info.read()):
+            for entry in iter_entries(data):
                 if entry.last_offset >= offset:
                     yield entry
                     offset = entry.last_offset + 1
@@ -623,6 +639,7 @@ class Log:
             if offset < self.log_start_offset or offset < local.segments.first.base_offset:
                 self.truncate_fully_and_start_at(offset)
                 return True
+            self._truncations += 1
             local.truncate_to(offset)
             self.high_watermark = min(self.high_watermark, offset)
             self.leader_epoch_cache.truncate_from_end(offset)
@@ -635,6 +652,7 @@ class Log:
         leader's log start). Deletes files and fsyncs checkpoints: call it off the event
         loop; it is safe from any thread (it holds the log's lock)."""
         with self._lock:
+            self._truncations += 1
             self._local.truncate_fully_and_start_at(offset, self.now_ms())
             self.log_start_offset = offset
             self.high_watermark = offset
