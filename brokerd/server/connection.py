@@ -111,9 +111,9 @@ class ConnectionServices:
             dispatch=dispatch,
             memory=memory,
             metrics=metrics,
-            max_request_bytes=config.get("socket.request.max.bytes"),
-            max_queued_requests=config.get("queued.max.requests"),
-            max_idle_ms=config.get("connections.max.idle.ms"),
+            max_request_bytes=config.socket.socket_request_max_bytes,
+            max_queued_requests=config.socket.queued_max_requests,
+            max_idle_ms=config.socket.connections_max_idle_ms,
         )
 
 

@@ -69,22 +69,22 @@ class ConnectionQuotas:
 
     def add_listener(self, name: str) -> None:
         self.listener_names.add(name)
-        _overrides_by_ip(self.config.get("max.connections.per.ip.overrides"))  # resolve now
+        _overrides_by_ip(self.config.socket.max_connections_per_ip_overrides)  # resolve now
 
     def protected(self, listener: str) -> bool:
         """Kafka's protected listener: the inter-broker one, when there are others."""
         return len(self.listener_names) > 1 and listener == self.config.inter_broker_listener_name
 
     def slot_available(self, listener: str) -> bool:
-        return self.protected(listener) or self.total < self.config.get("max.connections")
+        return self.protected(listener) or self.total < self.config.socket.max_connections
 
     def max_connections_exceeded(self) -> bool:
         """The broker-wide count is over its limit (a protected listener accepted anyway)."""
-        return self.total > self.config.get("max.connections")
+        return self.total > self.config.socket.max_connections
 
     def limit_for(self, ip: str) -> int:
-        overrides = _overrides_by_ip(self.config.get("max.connections.per.ip.overrides"))
-        return overrides.get(ip, self.config.get("max.connections.per.ip"))
+        overrides = _overrides_by_ip(self.config.socket.max_connections_per_ip_overrides)
+        return overrides.get(ip, self.config.socket.max_connections_per_ip)
 
     def register(self, listener: str, ip: str) -> bool:
         """Count a new connection from `ip`; False (nothing counted) if that address already

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 
 from brokerd.config.failure_probes import SUSPEND, parse_probe
 
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class FailureProbes:
-    def __init__(self, specs: list[str]):
+    def __init__(self, specs: Iterable[str]):
         self._suspended: dict[tuple[str, str], asyncio.Event] = {
             parse_probe(spec): asyncio.Event() for spec in specs
         }

@@ -48,14 +48,14 @@ def check_new_partitions(
                 f"{MAX_DIR_NAME_BYTES} bytes.",
             )
     held = _partition_count(metadata.topics.values())
-    limit = config.get("max.partitions")
+    limit = config.server.max_partitions
     if held + count > limit:
         raise KafkaError(
             ErrorCode.policy_violation,
             f"Adding {count} partitions would exceed max.partitions={limit}: the cluster "
             f"has {held}.",
         )
-    per_broker = config.get("max.broker.partitions")
+    per_broker = config.server.max_broker_partitions
     live = list(metadata.brokers) or [local_id]
     held_by = _replica_counts(metadata)
     room = sum(max(per_broker - held_by[b], 0) for b in live)
@@ -71,7 +71,7 @@ def check_broker_limit(
     config: BrokerConfig, metadata: MetadataCache, assignment: Mapping[int, Sequence[int]]
 ) -> None:
     """Refuse an assignment that puts more than max.broker.partitions on any broker."""
-    limit = config.get("max.broker.partitions")
+    limit = config.server.max_broker_partitions
     held = _replica_counts(metadata)
     added = Counter(r for replicas in assignment.values() for r in replicas)
     for broker_id, count in sorted(added.items()):

@@ -465,7 +465,7 @@ async def _alter_broker(ctx: HandlerContext, resource, new_configs_of, validate_
             "Password config can be defined only at broker level"
             if not per_broker
             else "Password encoder secret not configured"
-            if ctx.config.get("password.encoder.secret") is None
+            if ctx.config.security.password_encoder_secret is None
             else "brokerd does not store dynamic passwords"
         )
         raise KafkaError(

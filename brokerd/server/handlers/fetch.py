@@ -96,7 +96,7 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
     incremental = session is not None and epoch not in (INITIAL_EPOCH, FINAL_EPOCH)
     max_wait = body.max_wait.total_seconds()
     deadline = time.monotonic() + max(max_wait, 0)
-    max_bytes = min(getattr(body, "max_bytes", 0x7FFFFFFF), ctx.config.get("fetch.max.bytes"))
+    max_bytes = min(getattr(body, "max_bytes", 0x7FFFFFFF), ctx.config.server.fetch_max_bytes)
     isolation = getattr(body, "isolation_level", 0)
     while True:
         results = _read_all(ctx, wanted, max_bytes, body.replica_id)

@@ -102,8 +102,9 @@ async def handle_metadata(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     # v0: an empty list means all topics; v1+: null means all, empty means none.
     all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
-    allow_auto_create = getattr(body, "allow_auto_topic_creation", True) and ctx.config.get(
-        "auto.create.topics.enable"
+    allow_auto_create = (
+        getattr(body, "allow_auto_topic_creation", True)
+        and ctx.config.server_log.auto_create_topics_enable
     )
     topics = []
     if all_topics:
@@ -144,8 +145,8 @@ async def _requested_topic(ctx: HandlerContext, module, requested, allow_auto_cr
     try:
         _, _, info = await ctx.topic_admin.create_topic(
             name,
-            ctx.config.get("num.partitions"),
-            ctx.config.get("default.replication.factor"),
+            ctx.config.server_log.num_partitions,
+            ctx.config.replication.default_replication_factor,
         )
     except KafkaError as exc:
         if exc.error_code == ErrorCode.topic_already_exists:

@@ -60,10 +60,10 @@ async def handle_create_topics(ctx: HandlerContext, request: Request):
                 )
             partitions = topic.num_partitions
             if partitions == -1:
-                partitions = ctx.config.get("num.partitions")
+                partitions = ctx.config.server_log.num_partitions
             replication = topic.replication_factor
             if replication == -1:
-                replication = ctx.config.get("default.replication.factor")
+                replication = ctx.config.replication.default_replication_factor
             configs = {c.name: c.value for c in topic.configs}
             assignment, overrides, info = await ctx.topic_admin.create_topic(
                 topic.name, partitions, replication, configs, explicit, body.validate_only
@@ -106,7 +106,7 @@ async def handle_delete_topics(ctx: HandlerContext, request: Request):
         error, message = ErrorCode.none, None
         info = None
         try:
-            if not ctx.config.get("delete.topic.enable"):
+            if not ctx.config.server.delete_topic_enable:
                 raise KafkaError(ErrorCode.topic_deletion_disabled)
             if name is None and topic_id is not None:
                 info = ctx.metadata.topic_by_id(uuid_to_kafka(topic_id))
