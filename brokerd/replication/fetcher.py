@@ -160,8 +160,8 @@ class ReplicaFetcher:
                 done.exception()  # seen here if the fetcher was cancelled while waiting
 
         future.add_done_callback(finished)
-        # Shielded: cancelling the fetcher must not stop waiting for the thread, which
-        # cannot be stopped; remove() and stop() wait for it instead.
+        # Shielded: cancelling the fetcher must not cancel this future, which tracks a
+        # thread that cannot be stopped; remove() and stop() wait on it instead.
         return await asyncio.shield(future)
 
     # The loop ------------------------------------------------------------------------
