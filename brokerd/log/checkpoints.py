@@ -37,15 +37,32 @@ class CorruptCheckpointError(ValueError):
     """A checkpoint file that cannot be parsed; the message names the file and line."""
 
 
-def write_atomically(path: Path | str, data: bytes) -> None:
-    """Replace `path` with `data` so that readers and crashes see old or new, never half."""
+def write_atomically(path: Path | str, data: bytes, sync: bool = True) -> None:
+    """Replace `path` with `data` so that readers and crashes see old or new, never half.
+
+    sync=False leaves the fsyncs to a later `fsync_file` (off the event loop): until then a
+    crash may leave the file empty or torn, so only files that loading checks and can do
+    without (producer-state snapshots, CRC-checked) may be written so."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            os.fsync(f.fileno())
     os.replace(tmp, path)
+    if sync:
+        fsync_directory(path.parent)
+
+
+def fsync_file(path: Path | str) -> None:
+    """Make a file written with sync=False durable, rename included."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     fsync_directory(path.parent)
 
 

@@ -37,6 +37,7 @@ from ..records.batch import (
     RecordBatch,
 )
 from . import errors
+from .checkpoints import fsync_file
 from .leader_epochs import LeaderEpochFileCache
 from .local_log import FetchDataInfo, LocalLog, OwnedRegion
 from .producer_state import ProducerStateEntry, ProducerStateManager
@@ -468,12 +469,23 @@ class Log:
             if active.base_offset == new_base and active.size == 0:
                 return active  # already rolled to this offset
             segment = local.roll(new_base, self.now_ms())
-            # Loading restores producer state from the snapshot at a segment's base.
-            self.producer_state.take_snapshot(new_base)
-            _flusher.submit(self._flush_quietly, new_base)
+            # Loading restores producer state from the snapshot at a segment's base. Its
+            # fsync waits for the background flush, as Kafka's roll does: a roll may run on
+            # the event loop, and a snapshot lost in a crash is rebuilt from the log.
+            snapshot = self.producer_state.take_snapshot(new_base, sync=False)
+            _flusher.submit(self._flush_after_roll, snapshot, new_base)
             return segment
 
-    def _flush_quietly(self, offset: int) -> None:
+    def _flush_after_roll(self, snapshot: Path, offset: int) -> None:
+        """The roll's snapshot, then the sealed segments; the recovery point moves only
+        once both are durable."""
+        try:
+            fsync_file(snapshot)
+        except FileNotFoundError:
+            pass  # deleted meanwhile (truncation, retention): nothing left to make durable
+        except OSError as exc:
+            log.warning("%s: fsync of %s failed: %s", self.dir.name, snapshot.name, exc)
+            return
         try:
             self.flush(offset)
         except (OSError, ValueError) as exc:  # closed or deleted meanwhile

@@ -304,11 +304,12 @@ class ProducerStateManager:
         offsets = self.snapshot_offsets()
         return offsets[0] if offsets else None
 
-    def take_snapshot(self, next_offset: int | None = None) -> Path:
-        """Write the current state as `<next_offset>.snapshot` (default: the map end offset)."""
+    def take_snapshot(self, next_offset: int | None = None, sync: bool = True) -> Path:
+        """Write the current state as `<next_offset>.snapshot` (default: the map end offset).
+        sync=False leaves the fsync to the caller (`checkpoints.fsync_file`)."""
         offset = self._map_end_offset if next_offset is None else next_offset
         path = self.snapshot_path(offset)
-        write_snapshot(path, self._producers.values())
+        write_snapshot(path, self._producers.values(), sync)
         return path
 
     def delete_snapshots_before(self, offset: int) -> None:
@@ -375,7 +376,9 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def write_snapshot(path: Path | str, entries: Iterable[ProducerStateEntry]) -> None:
+def write_snapshot(
+    path: Path | str, entries: Iterable[ProducerStateEntry], sync: bool = True
+) -> None:
     """Write entries in Kafka's snapshot format (sorted by producer id), atomically."""
     ordered = sorted(entries, key=lambda entry: entry.producer_id)
     body = bytearray(_SNAPSHOT_HEADER.size + _SNAPSHOT_ENTRY.size * len(ordered))
@@ -396,7 +399,7 @@ def write_snapshot(path: Path | str, entries: Iterable[ProducerStateEntry]) -> N
         )
         position += _SNAPSHOT_ENTRY.size
     struct.pack_into(">I", body, 2, crc32c.crc32c(memoryview(body)[_CRC_START:]))
-    write_atomically(path, bytes(body))
+    write_atomically(path, bytes(body), sync)
 
 
 def read_snapshot(path: Path | str) -> list[ProducerStateEntry]:

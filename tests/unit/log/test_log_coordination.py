@@ -3,6 +3,7 @@ truncation, and truncations from a worker thread while other threads use the log
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -164,3 +165,34 @@ def test_truncation_on_a_worker_thread_while_readers_retention_and_flushes_run(t
     reopened = load_log(tmp_path / "t-0", log.config, log_start_offset=start)
     assert [(r.offset, r.value) for r in read_all(reopened, start)] == expected
     reopened.close()
+
+
+def test_a_roll_leaves_its_fsyncs_to_the_background_flusher(tmp_path, monkeypatch):
+    """A roll may run on the event loop (an append): the producer-state snapshot it writes
+    and the sealed segment are fsynced by the flusher thread, as in Kafka's roll."""
+    log = open_log(tmp_path / "t-0", segment_bytes=300)
+    log.append_as_leader(batch(b"first"), leader_epoch=0)  # the epoch's checkpoint
+    fsyncs_here = []
+    real_fsync = os.fsync
+    appender = threading.current_thread()
+
+    def recording_fsync(fd):
+        if threading.current_thread() is appender:
+            fsyncs_here.append(fd)
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    for i in range(20):
+        log.append_as_leader(batch(b"v%d" % i), leader_epoch=0)
+    rolled_to = log.active_segment.base_offset
+    assert len(log.segments) > 3
+    assert fsyncs_here == []
+    snapshots = sorted(p.name for p in (tmp_path / "t-0").glob("*.snapshot"))
+    assert f"{rolled_to:020d}.snapshot" in snapshots
+    for _ in range(1000):  # the flusher moves the recovery point once both are durable
+        if log.recovery_point >= rolled_to:
+            break
+        threading.Event().wait(0.01)
+    assert log.recovery_point >= rolled_to
+    monkeypatch.undo()
+    log.close()
