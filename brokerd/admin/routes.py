@@ -76,7 +76,7 @@ async def get_brokers(request: web.Request) -> web.Response:
         "broker_id": me,
         "is_self": True,
         "is_controller": ctx.controller.is_active,
-        "rack": ctx.config.get("broker.rack"),
+        "rack": ctx.config.server.broker_rack,
         "listeners": [_endpoint(e) for e in ctx.advertised_endpoints()],
         "admin_endpoint": server.url,
         "version": VERSION,
@@ -145,7 +145,9 @@ async def get_segments(request: web.Request) -> web.Response:
         )
     )
     view["broker_id"] = server.ctx.broker_id
-    view["retention_check_interval_ms"] = server.ctx.config.get("log.retention.check.interval.ms")
+    view["retention_check_interval_ms"] = (
+        server.ctx.config.server_log.log_retention_check_interval_ms
+    )
     return _json(view)
 
 
@@ -169,7 +171,7 @@ async def get_cleaner(request: web.Request) -> web.Response:
                 "alive": thread.is_alive() if thread is not None else False,
                 "passes": thread.passes if thread is not None else 0,
                 "errors": thread.errors if thread is not None else 0,
-                "backoff_ms": ctx.config.get("log.cleaner.backoff.ms"),
+                "backoff_ms": ctx.config.cleaner.log_cleaner_backoff_ms,
             },
             "logs": logs,
         }

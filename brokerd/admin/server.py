@@ -23,7 +23,6 @@ from typing import Any
 
 from aiohttp import web
 
-from brokerd.config import parse_host_port
 from brokerd.log.cleaner_manager import LogCleanerManager
 
 from .context import AdminContext
@@ -57,7 +56,7 @@ class AdminServer:
     def __init__(self, ctx: AdminContext, routes: Iterable[web.AbstractRouteDef]):
         self.ctx = ctx
         self.routes = list(routes)
-        self.host, self.port = parse_host_port(ctx.config.get("admin.listener"), "admin.listener")
+        self.host, self.port = ctx.config.admin.listener_address
         self.token: str | None = None
         self.token_path: Path | None = None
         self.created_ms = int(time.time() * 1000)
@@ -107,7 +106,7 @@ class AdminServer:
         return f"http://{host}:{self.bound_port}"
 
     def _load_or_create_token(self) -> str:
-        configured = self.ctx.config.get("admin.token")
+        configured = self.ctx.config.admin.admin_token
         if configured:
             return configured
         path = Path(self.ctx.config.log_dirs[0]) / TOKEN_FILE
@@ -146,7 +145,7 @@ class AdminServer:
             return running
         if self._fallback_cleaner is None:
             self._fallback_cleaner = LogCleanerManager(
-                dedupe_buffer_size=self.ctx.config.get("log.cleaner.dedupe.buffer.size")
+                dedupe_buffer_size=self.ctx.config.cleaner.log_cleaner_dedupe_buffer_size
             )
         return self._fallback_cleaner
 

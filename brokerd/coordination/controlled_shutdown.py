@@ -58,13 +58,13 @@ class ControlledShutdown:
     async def run(self) -> bool:
         """True when the controller moved everything off this broker."""
         config = self.config
-        if not config.get("controlled.shutdown.enable"):
+        if not config.server.controlled_shutdown_enable:
             return False
         if not (set(self.metadata.brokers) - {self.broker_id}):
             return False  # nowhere else to lead from
-        backoff = config.get("controlled.shutdown.retry.backoff.ms") / 1000
-        timeout = config.get("controller.socket.timeout.ms") / 1000
-        for attempt in range(config.get("controlled.shutdown.max.retries")):
+        backoff = config.server.controlled_shutdown_retry_backoff_ms / 1000
+        timeout = config.replication.controller_socket_timeout_ms / 1000
+        for attempt in range(config.server.controlled_shutdown_max_retries):
             if attempt:
                 await asyncio.sleep(backoff)
             try:

@@ -55,14 +55,14 @@ class Broker:
         self.started = asyncio.Event()
         self.metrics = BrokerMetrics()
         self.zk = zk_client.ZkClient(
-            config.zookeeper_hosts,
-            config.zookeeper_chroot,
-            config.get("zookeeper.session.timeout.ms"),
-            config.zookeeper_connection_timeout_ms,
+            config.zookeeper.hosts,
+            config.zookeeper.chroot,
+            config.zookeeper.zookeeper_session_timeout_ms,
+            config.zookeeper.zookeeper_connection_timeout_ms,
         )
         self.metadata = MetadataCache(self.zk)
         self.control_epochs = ControlRequestEpochs(self.zk, self.broker_id)
-        self.failure_probes = FailureProbes(config.get("failure.probes"))
+        self.failure_probes = FailureProbes(config.admin.failure_probes)
         self.controller = Controller(
             self.zk,
             self.broker_id,
@@ -118,7 +118,7 @@ class Broker:
         self.groups = GroupCoordinator(group_metadata, config.groups)
         self.replicas.leadership_listeners.append(self.groups.on_leadership_change)
         self.fetch_sessions = FetchSessionCache(
-            config.get("max.incremental.fetch.session.cache.slots")
+            config.server.max_incremental_fetch_session_cache_slots
         )
         self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
         self.dispatcher = Dispatcher(self._handler_context())
@@ -126,7 +126,7 @@ class Broker:
         connections = ConnectionServices.of(
             config,
             self.dispatcher.dispatch,
-            RequestMemoryPool(config.get("queued.max.request.bytes")),
+            RequestMemoryPool(config.socket.queued_max_request_bytes),
             self.metrics,
         )
         quotas = ConnectionQuotas(config)  # max.connections counts across listeners
@@ -282,13 +282,13 @@ class Broker:
 
     async def _register(self) -> None:
         registration = zk_data.broker_registration(
-            self.advertised_endpoints, self.config.get("broker.rack"), admin_endpoint=self.admin.url
+            self.advertised_endpoints, self.config.server.broker_rack, admin_endpoint=self.admin.url
         )
         await zk_client.register_broker(
             self.zk,
             self.broker_id,
             registration,
-            wait_ms=self.config.get("zookeeper.session.timeout.ms") + 2000,
+            wait_ms=self.config.zookeeper.zookeeper_session_timeout_ms + 2000,
         )
         await self.control_epochs.registered()
         await self.metadata.refresh_brokers()

@@ -82,7 +82,7 @@ class Listener:
         if self.endpoint.security_protocol in TLS_PROTOCOLS:
             # Bad stores or settings stop the broker here, before anything listens.
             self.tls = ContextSource(self.config, self.name)
-            self.principals = PrincipalMapper(self.config.get("ssl.principal.mapping.rules"))
+            self.principals = PrincipalMapper(self.config.security.ssl_principal_mapping_rules)
         if self.endpoint.security_protocol in SASL_PROTOCOLS:
             self.sasl = SaslServerSettings.for_listener(
                 self.config, self.name, ZkScramCredentials(self.zk)
