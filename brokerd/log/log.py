@@ -173,9 +173,13 @@ class Log:
         return None if epoch < 0 else epoch
 
     def update_high_watermark(self, offset: int) -> int:
-        """Clamp to [log start, LEO]; the replication layer decides when it moves."""
-        self.high_watermark = max(self.log_start_offset, min(offset, self._local.log_end_offset))
-        return self.high_watermark
+        """Clamp to [log start, LEO]; the replication layer decides when it moves. Under
+        the lock: a truncation on another thread must not be overtaken by a clamp to the
+        log end it removed."""
+        with self._lock:
+            end = self._local.log_end_offset
+            self.high_watermark = max(self.log_start_offset, min(offset, end))
+            return self.high_watermark
 
     # Producer state read by the cleaner ----------------------------------------------
     def open_transaction_starts(self) -> list[int]:
