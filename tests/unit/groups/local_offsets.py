@@ -126,9 +126,7 @@ def manager(
     probes: Probes | None = None,
     **config,
 ) -> GroupMetadataManager:
-    metadata = metadata or LocalMetadata(
-        topics={offsets_topic.TOPIC: Topic(1)} if not config.pop("no_topic", False) else {}
-    )
+    metadata = metadata or LocalMetadata(topics={offsets_topic.TOPIC: Topic(1)})
     return GroupMetadataManager(
         replicas,
         metadata,
