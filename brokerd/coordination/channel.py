@@ -94,7 +94,7 @@ class _BrokerQueue:
         timeout = 30.0
         config = self.channel.config
         if config is not None:
-            timeout = config.get("controller.socket.timeout.ms") / 1000
+            timeout = config.replication.controller_socket_timeout_ms / 1000
         self.connection = BrokerConnection(
             endpoint.host,
             endpoint.port,

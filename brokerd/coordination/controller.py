@@ -182,12 +182,12 @@ class Controller:
         log.info("broker %d is the controller, epoch %d", self.broker_id, context.epoch)
         if (
             self.config is not None
-            and self.config.get("auto.leader.rebalance.enable")
+            and self.config.replication.auto_leader_rebalance_enable
             and self._rebalancer is None
         ):
             self._rebalancer = asyncio.get_running_loop().create_task(
                 self._rebalance_periodically(
-                    self.config.get("leader.imbalance.check.interval.seconds")
+                    self.config.replication.leader_imbalance_check_interval_seconds
                 )
             )
         await self.elect_missing_leaders()
@@ -503,7 +503,9 @@ class Controller:
 
     def imbalanced_partitions(self) -> list[tuple[str, int]]:
         """Partitions to hand back to their preferred leader (none while replicas move)."""
-        threshold = self.config.get("leader.imbalance.per.broker.percentage") if self.config else 10
+        threshold = (
+            self.config.replication.leader_imbalance_per_broker_percentage if self.config else 10
+        )
         if self.reassignments.ongoing:
             return []  # as Kafka: no automatic rebalance while replicas move
         return self.partitions.imbalanced_partitions(threshold)

@@ -109,7 +109,7 @@ class PartitionStateMachine:
         info = self.cache.topic(topic)
         value = (info.configs if info else {}).get("unclean.leader.election.enable")
         if value is None and self.config is not None:
-            return bool(self.config.get("unclean.leader.election.enable"))
+            return self.config.log.unclean_leader_election_enable
         return str(value).lower() == "true"
 
     # Controlled shutdown ----------------------------------------------------------------
