@@ -193,18 +193,6 @@ class BrokerConfig:
         name = self.get("control.plane.listener.name")
         return name.strip().upper() if name else None
 
-    @property
-    def zookeeper_hosts(self) -> str:
-        return self.zookeeper.hosts
-
-    @property
-    def zookeeper_chroot(self) -> str | None:
-        return self.zookeeper.chroot
-
-    @property
-    def zookeeper_connection_timeout_ms(self) -> int:
-        return self.zookeeper.zookeeper_connection_timeout_ms
-
     def log_config(self, overrides: Mapping[str, Any] | None = None) -> LogConfig:
         return LogConfig.resolve(overrides, self.explicit)
 

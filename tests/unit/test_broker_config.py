@@ -21,8 +21,8 @@ def test_properties_file_syntax():
 def test_defaults_and_zookeeper_chroot():
     config = BrokerConfig(BASE)
     assert config.broker_id == 1
-    assert config.zookeeper_hosts == "127.0.0.1:2181"
-    assert config.zookeeper_chroot == "/kafka"
+    assert config.zookeeper.hosts == "127.0.0.1:2181"
+    assert config.zookeeper.chroot == "/kafka"
     assert config.get("num.partitions") == 1
     assert config.get("socket.request.max.bytes") == 104857600
     assert config.get("auto.create.topics.enable") is True

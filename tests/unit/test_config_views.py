@@ -191,7 +191,6 @@ def test_zookeeper_view():
     assert config.zookeeper.hosts == "zk:2181"
     assert config.zookeeper.chroot is None
     assert config.zookeeper.zookeeper_connection_timeout_ms == 700
-    assert config.zookeeper_connection_timeout_ms == 700
 
 
 def test_log_view_is_the_topic_defaults():

@@ -51,7 +51,7 @@ async def test_leadership_moves_off_the_stopping_broker(make_broker, tmp_path):
         "controlled.shutdown.retry.backoff.ms": "50",
     }
     config = BrokerConfig(settings)
-    client = ZkClient(config.zookeeper_hosts, config.zookeeper_chroot, 6000, connect_ms=10000)
+    client = ZkClient(config.zookeeper.hosts, config.zookeeper.chroot, 6000, connect_ms=10000)
     await client.start()
     try:
         metadata = MetadataCache(client)

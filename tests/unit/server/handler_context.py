@@ -35,7 +35,7 @@ def broker_config(overrides: dict[str, str] | None = None) -> BrokerConfig:
 
 
 def metadata_cache(config: BrokerConfig) -> MetadataCache:
-    zk = ZkClient(config.zookeeper_hosts, config.zookeeper_chroot, 6000, 1000)
+    zk = ZkClient(config.zookeeper.hosts, config.zookeeper.chroot, 6000, 1000)
     return MetadataCache(zk)
 
 
