@@ -18,7 +18,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ def checked_partition_dir(log_dir: Path, topic: str, partition: int) -> Path:
 class LogManager:
     def __init__(
         self,
-        log_dirs: list[str | Path],
+        log_dirs: Sequence[str | Path],
         default_config: LogConfig | None = None,
         broker_props: Mapping[str, Any] | None = None,
         *,

@@ -196,9 +196,10 @@ class Broker:
         await self.metadata.load()
         await self.dynamic_configs.load()
         await asyncio.to_thread(self.log_manager.startup)
-        await asyncio.to_thread(
-            self.log_manager.ensure_meta_properties, self.broker_id, self.metadata.cluster_id
-        )
+        cluster_id = self.metadata.cluster_id
+        if cluster_id is None:  # metadata.load() reads or creates it
+            raise RuntimeError("the metadata was loaded without a cluster id")
+        await asyncio.to_thread(self.log_manager.ensure_meta_properties, self.broker_id, cluster_id)
         await self.replicas.start()
         if self.config.cleaner.log_cleaner_enable:
             self._start_cleaner()
