@@ -192,7 +192,7 @@ def write_properties(
     path: Path | str, props: Mapping[str, str], header_comment: str | None = None
 ) -> None:
     """Write like Properties.store: optional comment, a date comment, then key=value lines."""
-    lines = []
+    lines: list[str] = []
     if header_comment is not None:
         lines.extend("#" + line for line in header_comment.splitlines() or [""])
     lines.append("#" + time.strftime("%a %b %d %H:%M:%S %Z %Y"))

@@ -110,7 +110,10 @@ class _Index:
     def _read(self, n: int) -> tuple[int, int]:
         if self._pending:
             self._write_pending()
-        return self.entry.unpack_from(self._mmap, n * self.entry_size)
+        mapped = self._mmap
+        if mapped is None:  # ValueError, as for a closed file: readers retry on it
+            raise ValueError(f"{self.path} is closed")
+        return self.entry.unpack_from(mapped, n * self.entry_size)
 
     def _write_pending(self) -> None:
         """Write the appended entries kept back so far, in one pwrite: not a store into the
@@ -263,7 +266,10 @@ class OffsetIndex(_Index):
     def _key(self, n: int) -> int:
         if self._pending:
             self._write_pending()
-        return self.entry.unpack_from(self._mmap, n * 8)[0]
+        mapped = self._mmap
+        if mapped is None:
+            raise ValueError(f"{self.path} is closed")
+        return self.entry.unpack_from(mapped, n * 8)[0]
 
     def entry_at(self, n: int) -> OffsetPosition:
         relative, position = self._read(n)
@@ -333,7 +339,10 @@ class TimeIndex(_Index):
     def _key(self, n: int) -> int:
         if self._pending:
             self._write_pending()
-        return self.entry.unpack_from(self._mmap, n * 12)[0]
+        mapped = self._mmap
+        if mapped is None:
+            raise ValueError(f"{self.path} is closed")
+        return self.entry.unpack_from(mapped, n * 12)[0]
 
     def entry_at(self, n: int) -> TimestampOffset:
         timestamp, relative = self._read(n)

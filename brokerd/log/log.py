@@ -618,10 +618,10 @@ class Log:
         if best.offset < 0:
             return best
         # The segment tracks the batch's last offset; Kafka reports the record's own.
-        segment = self.segment_for(best.offset)
-        header = segment.translate_offset(best.offset) if segment else None
-        if header is not None:
-            for record in read_entry(segment.read_entry_bytes(header)).records():
+        holding = self.segment_for(best.offset)
+        header = holding.translate_offset(best.offset) if holding is not None else None
+        if holding is not None and header is not None:
+            for record in read_entry(holding.read_entry_bytes(header)).records():
                 if record.timestamp == best.timestamp:
                     best = TimestampOffset(record.timestamp, record.offset)
                     break

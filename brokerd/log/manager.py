@@ -279,9 +279,10 @@ class LogManager:
             partition_log.delete()
             directory = partition_log.dir
         elif was_offline:  # never loaded: find its directory
-            directory = self.offline_dir(topic, partition)
-            if directory is None:
+            found = self.offline_dir(topic, partition)
+            if found is None:
                 return None
+            directory = found
             self._check_in_log_dir(directory, topic, partition)
         else:
             return None

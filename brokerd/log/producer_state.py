@@ -63,13 +63,20 @@ class CorruptSnapshotError(ValueError):
 class ProducerBatch(Protocol):
     """What the manager reads from a batch (brokerd.records.batch.RecordBatch fits)."""
 
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    last_sequence: int
-    max_timestamp: int
-    is_transactional: bool
-    is_control: bool
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def base_sequence(self) -> int: ...
+    @property
+    def last_sequence(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def is_transactional(self) -> bool: ...
+    @property
+    def is_control(self) -> bool: ...
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -211,7 +218,7 @@ class ProducerStateManager:
                     f"retention or it expired); first sequence {first_seq} is not 0"
                 )
             return None
-        if current_epoch == NO_PRODUCER_EPOCH:
+        if entry is None or current_epoch == NO_PRODUCER_EPOCH:
             return None  # nothing to compare with, as Kafka accepts
         last_seq = entry.last_seq
         if not in_sequence(last_seq, first_seq):

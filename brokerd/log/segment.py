@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import crc32c
 
@@ -65,11 +65,18 @@ class EntryHeader(NamedTuple):
     magic: int
 
 
+class RegionFile(Protocol):
+    """The binary file object under a region (a segment's, or a dup of its descriptor)."""
+
+    def fileno(self) -> int: ...
+    def close(self) -> None: ...
+
+
 @dataclass(slots=True)
 class FileRegion:
     """A slice of a segment file, sent to a client with sendfile."""
 
-    file: object  # a binary file object with fileno()
+    file: RegionFile
     position: int
     length: int
 

@@ -97,3 +97,18 @@ def test_in_order_appends_keep_the_checked_paths_view_of_the_last_entry(tmp_path
     assert _file_entries(times.path, ">qi") == [
         (1000 + i // 2, 10 * i) for i in range(0, PENDING_ENTRIES + 3, 2)
     ]
+
+
+def test_a_lookup_in_a_closed_index_raises_value_error_as_a_closed_file_does(tmp_path):
+    """Log.read retries a read that met a segment closed under it, on ValueError."""
+    offsets = OffsetIndex(tmp_path / "0.index", base_offset=0, max_index_size=8 * 1024)
+    times = TimeIndex(tmp_path / "0.timeindex", base_offset=0, max_index_size=12 * 1024)
+    for i in range(4):
+        offsets.append(10 * i, 4096 * i)
+        times.maybe_append(1000 * (i + 1), 10 * i)
+    offsets.close()
+    times.close()
+    with pytest.raises(ValueError):
+        offsets.lookup(25)
+    with pytest.raises(ValueError):
+        times.lookup(2500)
