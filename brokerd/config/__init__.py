@@ -2,7 +2,7 @@
 
 Definitions are split per subsystem as Kafka splits them (server, socket_server,
 zookeeper, replication, server_log, cleaner, group_coordinator, topic; admin for brokerd's
-own), on top of Kafka's catalog (brokerd.config_catalog). `BrokerConfig` layers static and
+own), on top of Kafka's catalog (brokerd.config.catalog). `BrokerConfig` layers static and
 dynamic values and resolves a typed, frozen view per subsystem (`config.replication`,
 `config.groups`, `config.log`, ...). This module is the package's interface.
 """

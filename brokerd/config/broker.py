@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from brokerd import config_catalog
+from brokerd.config import catalog
 from brokerd.config.admin import AdminConfig
 from brokerd.config.cleaner import CleanerConfig
 from brokerd.config.definitions import (
@@ -109,7 +109,7 @@ class BrokerConfig:
         ):
             for name, value in layer.items():
                 if source != SOURCE_STATIC_BROKER:
-                    for synonym in config_catalog.broker_synonyms(name, False):
+                    for synonym in catalog.broker_synonyms(name, False):
                         merged.pop(synonym, None)
                         sources.pop(synonym, None)
                 merged[name] = value
@@ -203,15 +203,15 @@ class BrokerConfig:
         """Typed values of a dynamic update of this broker's (or, not `per_broker`, the
         cluster-wide default) configs, as Kafka's DynamicBrokerConfig.validate checks them;
         None deletes. `updates` is the entity's whole new set; refusals raise ConfigError."""
-        problem = config_catalog.dynamic_update_errors(
+        problem = catalog.dynamic_update_errors(
             updates, per_broker, lambda name: not is_dynamic_broker_config(name)
         )
         if problem:
             raise ConfigError(problem)
         parsed = {name: parse_dynamic(name, raw) for name, raw in updates.items()}
         candidate = self._with_layer({k: v for k, v in parsed.items() if v is not None}, per_broker)
-        for name in config_catalog.THREAD_POOL_CONFIGS:
-            error = config_catalog.thread_pool_error(name, self.get(name), candidate.get(name))
+        for name in catalog.THREAD_POOL_CONFIGS:
+            error = catalog.thread_pool_error(name, self.get(name), candidate.get(name))
             if error:
                 raise ConfigError(error)
         candidate._validate()  # the whole configuration must still hold together
@@ -224,7 +224,7 @@ class BrokerConfig:
         them, so one bad write cannot keep the broker from starting."""
         parsed: dict[str, Any] = {}
         for name, raw in updates.items():
-            problem = config_catalog.dynamic_update_errors(
+            problem = catalog.dynamic_update_errors(
                 [name], per_broker, lambda n: not is_dynamic_broker_config(n)
             )
             try:

@@ -1,10 +1,10 @@
 """Kafka's own definition of every broker and topic config, and Kafka's rules around them.
 
-`config_catalog_data` lists what Kafka 3.9 defines (name, type, default, valid values,
+`catalog_data` lists what Kafka 3.9 defines (name, type, default, valid values,
 importance, dynamic update mode, documentation); this module turns the valid-values notation
 into checks and holds the rules Kafka applies to dynamic broker configs (DynamicBrokerConfig:
 which are read-only, per-broker or cluster-wide, listener prefixes, synonyms) and to
-IncrementalAlterConfigs' APPEND and SUBTRACT. `brokerd.config` uses it for every name brokerd
+IncrementalAlterConfigs' APPEND and SUBTRACT. The rest of `brokerd.config` uses it for every name brokerd
 does not define itself, so those are accepted, validated, stored and described like in Kafka
 even where brokerd gives them no effect.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from brokerd import config_catalog_data as data
+from brokerd.config import catalog_data as data
 
 READ_ONLY = "read-only"
 PER_BROKER = "per-broker"

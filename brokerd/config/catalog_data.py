@@ -3,7 +3,7 @@
 Facts taken from Kafka 3.9's generated configuration reference (kafka_config.html and
 topic_config.html): name, type, default, valid values, importance, the dynamic update
 mode of broker configs (DynamicBrokerConfig: read-only, per-broker, cluster-wide) and the
-first sentence of each description. `config_catalog` reads these; edit them only to
+first sentence of each description. `catalog` reads these; edit them only to
 follow Kafka.
 """
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from brokerd import config_catalog
+from brokerd.config import catalog
 
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
@@ -48,14 +48,14 @@ def _parse_double(text: str) -> float:
 
 
 PARSERS: dict[str, Callable[[str], Any]] = {
-    "int": lambda s: config_catalog.parse_integer(s, "int"),
-    "long": lambda s: config_catalog.parse_integer(s, "long"),
-    "short": lambda s: config_catalog.parse_integer(s, "short"),
+    "int": lambda s: catalog.parse_integer(s, "int"),
+    "long": lambda s: catalog.parse_integer(s, "long"),
+    "short": lambda s: catalog.parse_integer(s, "short"),
     "double": _parse_double,
     "boolean": _parse_bool,
     "string": lambda s: s.strip(),
     "list": _parse_list,
-    "class": config_catalog.parse_class_name,
+    "class": catalog.parse_class_name,
     "password": lambda s: s,
 }
 
@@ -120,7 +120,7 @@ class ConfigDef:
         if self.validator is not None:
             try:
                 self.validator(self.name, value)
-            except config_catalog.InvalidValue as exc:  # its message names the config
+            except catalog.InvalidValue as exc:  # its message names the config
                 raise ConfigError(str(exc)) from exc
 
     def render(self, value: Any) -> str | None:
@@ -132,13 +132,13 @@ class ConfigDef:
         if isinstance(value, list):
             return ",".join(value)
         if isinstance(value, float):
-            return config_catalog.java_double(value)
+            return catalog.java_double(value)
         return str(value)
 
 
-def kafka_defined(spec: config_catalog.KafkaConfigSpec) -> ConfigDef:
-    """A ConfigDef from Kafka's own definition (brokerd.config_catalog)."""
-    limits = config_catalog.constraints_of(spec.valid)
+def kafka_defined(spec: catalog.KafkaConfigSpec) -> ConfigDef:
+    """A ConfigDef from Kafka's own definition (brokerd.config.catalog)."""
+    limits = catalog.constraints_of(spec.valid)
     return ConfigDef(
         spec.name,
         spec.type,
@@ -148,7 +148,7 @@ def kafka_defined(spec: config_catalog.KafkaConfigSpec) -> ConfigDef:
         at_most=limits.at_most,
         choices=limits.choices,
         broker_synonyms=(spec.server_default,) if spec.server_default else (),
-        read_only=spec.update_mode == config_catalog.READ_ONLY,
+        read_only=spec.update_mode == catalog.READ_ONLY,
         sensitive=spec.type == "password",
         validator=limits.validator,
     )

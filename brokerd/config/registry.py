@@ -1,7 +1,7 @@
 """Every broker config brokerd knows: its own per subsystem, then the rest of Kafka's catalog.
 
 The subsystem modules define the configs brokerd applies; every other config Kafka defines
-comes from brokerd.config_catalog (Kafka's definitions, the one place they are written):
+comes from brokerd.config.catalog (Kafka's definitions, the one place they are written):
 accepted, validated, stored and described, not applied.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from brokerd import config_catalog
 from brokerd.config import (
     admin,
+    catalog,
     cleaner,
     group_coordinator,
     replication,
@@ -39,8 +39,8 @@ APPLIED_BROKER_CONFIGS = frozenset(BROKER_CONFIGS)
 BROKER_CONFIGS.update(
     (name, kafka_defined(spec))
     for name, spec in {
-        **config_catalog.BROKER_SPECS,
-        **config_catalog.DYNAMIC_ONLY_BROKER_SPECS,
+        **catalog.BROKER_SPECS,
+        **catalog.DYNAMIC_ONLY_BROKER_SPECS,
     }.items()
     if name not in BROKER_CONFIGS
 )
@@ -49,12 +49,10 @@ BROKER_CONFIGS.update(
 def is_dynamic_broker_config(name: str) -> bool:
     """AlterConfigs may set it: dynamic in Kafka (DynamicBrokerConfig), or a custom config
     (Kafka lets plugins have their own); brokerd's own additions never are."""
-    base = config_catalog.listener_base(name)
+    base = catalog.listener_base(name)
     if base is not None:
         return True  # listener.name.<l>.<config>: checked by its base config's rules
-    spec = config_catalog.BROKER_SPECS.get(name) or config_catalog.DYNAMIC_ONLY_BROKER_SPECS.get(
-        name
-    )
+    spec = catalog.BROKER_SPECS.get(name) or catalog.DYNAMIC_ONLY_BROKER_SPECS.get(name)
     if spec is not None:
         return spec.dynamic
     return name not in BROKER_CONFIGS
@@ -68,13 +66,13 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
 def static_definition(name: str) -> ConfigDef | None:
     """The definition a server.properties name is checked against: its own, or for
     listener.name.<l>.<config> that of <config>; None for names Kafka does not know."""
-    spec = config_catalog.DYNAMIC_ONLY_BROKER_SPECS.get(name)
+    spec = catalog.DYNAMIC_ONLY_BROKER_SPECS.get(name)
     if spec is not None:
         return None  # Kafka takes these only dynamically
     definition = BROKER_CONFIGS.get(name)
     if definition is not None:
         return definition
-    base = config_catalog.listener_base(name)
+    base = catalog.listener_base(name)
     return BROKER_CONFIGS.get(base) if base is not None else None
 
 
@@ -83,7 +81,7 @@ def parse_dynamic(name: str, raw: str | None) -> Any:
     configs, also under a listener prefix), else kept as given (custom configs)."""
     if raw is None:
         return None
-    base = config_catalog.listener_base(name)
+    base = catalog.listener_base(name)
     definition = BROKER_CONFIGS.get(base if base is not None else name)
     if definition is None or not is_dynamic_broker_config(definition.name):
         return raw

@@ -1,6 +1,6 @@
 """Broker security configs (Kafka's BrokerSecurityConfigs and PasswordEncoderConfigs).
 
-brokerd takes their definitions as Kafka writes them (brokerd.config_catalog); this is the
+brokerd takes their definitions as Kafka writes them (brokerd.config.catalog); this is the
 typed view of the ones read without a listener prefix. Per-listener values
 (`listener.name.<l>.ssl.*`, `.sasl.*`) are looked up by name where the listener is known.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from brokerd import config_catalog
+from brokerd.config import catalog
 from brokerd.config.definitions import LONG_MAX, ConfigDef, by_name
 from brokerd.config.topic import SYNONYM_SCALE, TOPIC_CONFIGS
 
@@ -52,8 +52,8 @@ _BROKER_UNIT_DEFAULTS: dict[str, Any] = {
 
 def _scaled_minimum(synonym: str) -> int:
     """The least value of an hours or minutes synonym: Kafka's, else -1 (unlimited)."""
-    spec = config_catalog.BROKER_SPECS.get(synonym)
-    minimum = config_catalog.constraints_of(spec.valid).at_least if spec else None
+    spec = catalog.BROKER_SPECS.get(synonym)
+    minimum = catalog.constraints_of(spec.valid).at_least if spec else None
     return -1 if minimum is None else int(minimum)
 
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from brokerd import config_catalog
+from brokerd.config import catalog
 from brokerd.config.definitions import INT_MAX, ConfigDef, ConfigError, by_name
 
 # Listener security protocols brokerd speaks.
@@ -36,7 +36,7 @@ def _valid_connection_overrides(_name: str, value: str) -> None:
     try:
         parse_connection_overrides(value)
     except ConfigError as exc:
-        raise config_catalog.InvalidValue(str(exc)) from exc
+        raise catalog.InvalidValue(str(exc)) from exc
 
 
 DEFINITIONS = by_name(

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from brokerd import config_catalog
+from brokerd.config import catalog
 from brokerd.config.definitions import (
     LONG_MAX,
     PARSERS,
@@ -224,7 +224,7 @@ SYNONYM_SCALE = {
 # not apply (DescribeConfigs' documentation and docs/configs.md say so).
 UNAPPLIED_TOPIC_CONFIGS: dict[str, ConfigDef] = {
     name: kafka_defined(spec)
-    for name, spec in config_catalog.TOPIC_SPECS.items()
+    for name, spec in catalog.TOPIC_SPECS.items()
     if name not in TOPIC_CONFIGS
 }
 ALL_TOPIC_CONFIGS: dict[str, ConfigDef] = dict(

@@ -1,8 +1,7 @@
-"""Kafka's config catalog (brokerd.config_catalog) and how brokerd.config builds on it."""
+"""Kafka's config catalog (brokerd.config.catalog) and how brokerd.config builds on it."""
 
 import pytest
 
-from brokerd import config_catalog as catalog
 from brokerd.config import (
     ALL_TOPIC_CONFIGS,
     APPLIED_BROKER_CONFIGS,
@@ -15,6 +14,7 @@ from brokerd.config import (
     UNAPPLIED_TOPIC_CONFIGS,
     BrokerConfig,
     ConfigError,
+    catalog,
     validate_topic_overrides,
 )
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from brokerd import config_catalog
 from brokerd.config import (
     ALL_TOPIC_CONFIGS,
     APPLIED_BROKER_CONFIGS,
@@ -30,6 +29,7 @@ from brokerd.config import (
     resolve_topic_config,
     validate_topic_overrides,
 )
+from brokerd.config import catalog as config_catalog
 from brokerd.coordination import zk_data
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
