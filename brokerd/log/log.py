@@ -597,8 +597,19 @@ class Log:
             return TimestampOffset(-1, self.log_start_offset, epoch)
         if target == LATEST_TIMESTAMP:
             return TimestampOffset(-1, self._local.log_end_offset, self.latest_epoch)
-        if target == MAX_TIMESTAMP:
-            return self._max_timestamp_offset()
+        while True:
+            view_before = self._local.segments.view
+            try:
+                if target == MAX_TIMESTAMP:
+                    return self._max_timestamp_offset()
+                return self._first_offset_at_or_after(target)
+            except ValueError:
+                # A segment closed under the lookup (as in `read`): look again in the new
+                # segment list; with the list unchanged it is a real error.
+                if self._local.segments.view is view_before:
+                    raise
+
+    def _first_offset_at_or_after(self, target: int) -> TimestampOffset | None:
         for segment in self.segments:
             if segment.largest_timestamp < target:
                 continue

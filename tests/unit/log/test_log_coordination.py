@@ -196,3 +196,25 @@ def test_a_roll_leaves_its_fsyncs_to_the_background_flusher(tmp_path, monkeypatc
     assert log.recovery_point >= rolled_to
     monkeypatch.undo()
     log.close()
+
+
+def test_a_timestamp_lookup_that_meets_a_segment_deleted_under_it_looks_again(
+    tmp_path, monkeypatch
+):
+    log = _filled(tmp_path / "t-0", count=30, retention_ms=-1, file_delete_delay_ms=0)
+    first = log.segments[0]
+    real_find = LogSegment.find_offset_by_timestamp
+    deleted = []
+
+    def find_after_retention(segment, timestamp, starting_offset=0):
+        if not deleted:
+            # Retention on another thread removes the segment being searched.
+            deleted.append(log.delete_segments([first], "retention").count)
+        return real_find(segment, timestamp, starting_offset)
+
+    monkeypatch.setattr(LogSegment, "find_offset_by_timestamp", find_after_retention)
+    found = log.fetch_offset_by_timestamp(0)
+    assert deleted == [1]
+    assert found is not None and found.offset == log.log_start_offset > 0
+    monkeypatch.undo()
+    log.close()
