@@ -10,8 +10,12 @@ run: setup
 test: setup
 	.venv/bin/python -m pytest $(PYTEST_ARGS)
 
+# After ruff: the import layering (contracts in pyproject.toml, docs/architecture.md) and
+# the types of brokerd.
 lint: setup
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+	.venv/bin/lint-imports
+	.venv/bin/mypy brokerd
 
 format: setup
 	.venv/bin/ruff format . && .venv/bin/ruff check --fix .

@@ -12,6 +12,9 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i16, i32
+
 from brokerd.client.connection import BrokerConnection
 from brokerd.config import BrokerConfig, Endpoint
 from brokerd.peer_security import peer_security
@@ -171,7 +174,7 @@ class ControllerChannel:
             if endpoint is not None:
                 live_leaders.append(
                     interbroker.LeaderAndIsrLiveLeader(
-                        broker_id=leader, host_name=endpoint.host, port=endpoint.port
+                        broker_id=leader, host_name=endpoint.host, port=i32(endpoint.port)
                     )
                 )
         self._send(
@@ -189,13 +192,13 @@ class ControllerChannel:
         for info in self.cache.brokers.values():
             brokers.append(
                 interbroker.UpdateMetadataBroker(
-                    id=info.broker_id,
+                    id=BrokerId(info.broker_id),
                     endpoints=tuple(
                         interbroker.UpdateMetadataEndpoint(
-                            port=e.port,
+                            port=i32(e.port),
                             host=e.host,
                             listener=e.listener_name,
-                            security_protocol=SECURITY_PROTOCOLS.get(e.security_protocol, 0),
+                            security_protocol=i16(SECURITY_PROTOCOLS.get(e.security_protocol, 0)),
                         )
                         for e in info.endpoints
                     ),
@@ -222,7 +225,11 @@ class ControllerChannel:
         self._send(
             broker_id,
             interbroker.StopReplicaRequest,
-            (interbroker.StopReplicaTopicState(topic_name=topic, partition_states=stopped),),
+            (
+                interbroker.StopReplicaTopicState(
+                    topic_name=TopicName(topic), partition_states=stopped
+                ),
+            ),
         )
 
     def _send(self, broker_id: int, request_type, topic_states: tuple, **fields) -> None:

@@ -15,6 +15,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+from kio.schema.types import BrokerId
+from kio.static.primitive import i64
+
 from brokerd.client.connection import BrokerConnection
 from brokerd.config import BrokerConfig, Endpoint
 from brokerd.peer_security import peer_security
@@ -104,8 +107,8 @@ class ControlledShutdown:
         try:
             response = await connection.send(
                 interbroker.ControlledShutdownRequest(
-                    broker_id=self.broker_id,
-                    broker_epoch=broker_epoch if broker_epoch is not None else -1,
+                    broker_id=BrokerId(self.broker_id),
+                    broker_epoch=i64(broker_epoch if broker_epoch is not None else -1),
                 )
             )
         finally:
