@@ -7,7 +7,7 @@ from brokerd.admin import AdminContext, BrokerMetrics, BrokerStateCollector, sta
 from brokerd.coordination.controller import Controller
 from brokerd.server.failure_probes import FailureProbes
 from tests.integration.wire_calls import batch
-from tests.unit.replication.test_replica_manager import LOCAL, PEER, Setup
+from tests.unit.replication.replica_setup import LOCAL, PEER, Setup
 from tests.unit.server.handler_context import broker_config
 
 

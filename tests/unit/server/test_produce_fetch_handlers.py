@@ -7,7 +7,7 @@ from brokerd.records.batch import iter_batches
 from brokerd.server.handlers.fetch import handle_fetch
 from brokerd.server.handlers.produce import handle_produce
 from tests.integration.wire_calls import batch
-from tests.unit.replication.test_replica_manager import LOCAL, PEER, Setup
+from tests.unit.replication.replica_setup import LOCAL, PEER, Setup
 from tests.unit.server.handler_context import (
     broker_config,
     call,
