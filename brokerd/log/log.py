@@ -181,6 +181,15 @@ class Log:
             self.high_watermark = max(self.log_start_offset, min(offset, end))
             return self.high_watermark
 
+    def assign_epoch_start(self, leader_epoch: int) -> None:
+        """Record that `leader_epoch` starts at the log end (Kafka's
+        maybeAssignEpochStartOffset, on becoming leader). It fsyncs the leader-epoch
+        checkpoint, so the replication layer calls it on a worker thread; under the lock,
+        as appends also assign epochs."""
+        with self._lock:
+            if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+                self.leader_epoch_cache.assign(leader_epoch, self._local.log_end_offset)
+
     # Producer state read by the cleaner ----------------------------------------------
     def open_transaction_starts(self) -> list[int]:
         """First offsets of the transactions still open (bounding the last stable offset)."""

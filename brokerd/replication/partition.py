@@ -95,8 +95,9 @@ class Partition:
                 # ISR members get a full lag period to show up before they can be dropped.
                 state.reset(now if replica in isr else 0)
                 self.replica_states[replica] = state
-        if leader_epoch >= 0:
-            self.log.leader_epoch_cache.assign(leader_epoch, self.log.log_end_offset)
+        # Normally recorded already on a worker thread (ReplicaManager); this catches an
+        # append at the old epoch that came in between, which moves the start.
+        self.log.assign_epoch_start(leader_epoch)
         self.maybe_increment_high_watermark()
 
     def make_follower(

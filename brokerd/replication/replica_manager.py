@@ -270,17 +270,15 @@ class ReplicaManager:
         was_leader = current.is_leader
         if state.leader == self.local_id:
             await self.fetchers.remove_partition(key)
-            if key not in self.leaders and state.leader_epoch >= 0:
-                # The new epoch's start goes to the fsynced leader-epoch checkpoint. Off the
-                # loop while nothing can append: no fetcher writes the log any more and no
-                # client can, as this broker does not lead it yet; make_leader then finds
-                # the epoch recorded. (A leader's own epoch bump still writes it inline.)
-                epoch_log = current.log
-                await asyncio.to_thread(
-                    epoch_log.leader_epoch_cache.assign,
-                    state.leader_epoch,
-                    epoch_log.log_end_offset,
-                )
+            if state.leader_epoch >= 0 and (
+                key not in self.leaders or state.leader_epoch != current.leader_epoch
+            ):
+                # The new epoch's start goes to the fsynced leader-epoch checkpoint, on a
+                # worker thread, so the first append of the epoch finds it recorded. A new
+                # leader takes no appends yet (no fetcher writes the log any more and no
+                # client can); a leader re-elected at a higher epoch may still append at
+                # its old epoch meanwhile, and the log then records where each really starts.
+                await asyncio.to_thread(current.log.assign_epoch_start, state.leader_epoch)
             current.make_leader(
                 state.leader_epoch, state.isr, replicas, state.zk_version, state.controller_epoch
             )

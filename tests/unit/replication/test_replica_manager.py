@@ -5,6 +5,7 @@ controller's requests called directly."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -104,3 +105,30 @@ async def test_the_cached_state_only_moves_forward(setup):
     assert setup.metadata.topic("c").states[0] is newer
     setup.replicas.cache_partition_state("unknown", 0, newer)  # no topic, nothing cached
     assert setup.metadata.topic("unknown") is None
+
+
+async def test_a_new_leader_epoch_is_checkpointed_off_the_event_loop(setup):
+    """The leader-epoch checkpoint is fsynced when an epoch starts: on a worker thread for a
+    new leader and for a leader re-elected at a higher epoch, never on the loop, and the
+    first append of the epoch writes nothing more."""
+    state = await setup.create_topic("e", [LOCAL], [LOCAL])
+    loop_thread = threading.get_ident()
+    log = setup.log_manager.get_or_create_log("e", 0, setup.log_config)
+    flushes: list[int] = []
+    flush = log.leader_epoch_cache.flush
+
+    def recorded_flush():
+        flushes.append(threading.get_ident())
+        flush()
+
+    log.leader_epoch_cache.flush = recorded_flush
+    await setup.become("e", state, [LOCAL])
+    partition = setup.replicas.leader("e", 0)
+    setup.replicas.append(partition, _batch(b"a"), acks=1)
+
+    bumped = PartitionState(LOCAL, 1, [LOCAL], CONTROLLER_EPOCH, zk_version=1)
+    assert await setup.become("e", bumped, [LOCAL]) == {("e", 0): ErrorCode.none}
+    setup.replicas.append(partition, _batch(b"b"), acks=1)
+
+    assert len(flushes) == 2 and loop_thread not in flushes
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(0, 0), (1, 1)]
