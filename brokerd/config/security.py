@@ -9,6 +9,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# Kafka-defined security configs brokerd acts on (TLS listeners, SASL, principals,
+# KIP-368 re-authentication), also as `listener.name.<l>.<config>`. DescribeConfigs must not
+# call them "accepted but not applied".
+APPLIED_SECURITY_CONFIGS = frozenset(
+    {
+        "connection.failed.authentication.delay.ms",
+        "connections.max.reauth.ms",
+        "sasl.enabled.mechanisms",
+        "sasl.jaas.config",
+        "sasl.mechanism.inter.broker.protocol",
+        "sasl.server.max.receive.size",
+        "security.inter.broker.protocol",
+        "ssl.cipher.suites",
+        "ssl.client.auth",
+        "ssl.enabled.protocols",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+        "ssl.principal.mapping.rules",
+        "ssl.protocol",
+        "ssl.truststore.certificates",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+    }
+)
+
 
 @dataclass(frozen=True)
 class SecurityConfig:

@@ -401,8 +401,12 @@ def test_server_properties_take_every_kafka_broker_config(make_broker):
         ("log.retention.hours", "2", ConfigSource.STATIC_BROKER_CONFIG.value),
         ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG.value),
     ]
-    docs = _wire_describe(broker, 4, "1", ["num.io.threads", "listeners", "num.partitions"])
+    applied_security = ["ssl.client.auth", "sasl.enabled.mechanisms", "connections.max.reauth.ms"]
+    names = ["num.io.threads", "listeners", "num.partitions", *applied_security]
+    docs = _wire_describe(broker, 4, "1", names)
     assert "does not apply it" in docs["num.io.threads"].documentation
+    for name in applied_security:  # TLS and SASL listeners use them
+        assert "does not apply it" not in docs[name].documentation, name
     assert "next starts" in docs["listeners"].documentation
     assert "brokerd" not in docs["num.partitions"].documentation
 

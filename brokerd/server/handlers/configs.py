@@ -30,6 +30,7 @@ from brokerd.config import (
     validate_topic_overrides,
 )
 from brokerd.config import catalog as config_catalog
+from brokerd.config.security import APPLIED_SECURITY_CONFIGS
 from brokerd.coordination import zk_data
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
@@ -91,7 +92,8 @@ def broker_documentation(name: str) -> str:
     spec = config_catalog.broker_spec(name)
     definition = BROKER_CONFIGS.get(name)
     doc = spec.doc if spec is not None else definition.doc if definition is not None else ""
-    if name not in APPLIED_BROKER_CONFIGS or name in DEFINED_NOT_APPLIED:
+    applied = name in APPLIED_BROKER_CONFIGS or name in APPLIED_SECURITY_CONFIGS
+    if not applied or name in DEFINED_NOT_APPLIED:
         return doc + NOT_APPLIED_NOTE
     if name in APPLIED_AT_START_UP:
         return doc + START_UP_NOTE
