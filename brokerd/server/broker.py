@@ -178,7 +178,7 @@ class Broker:
     @property
     def advertised_endpoints(self) -> list[Endpoint]:
         """advertised.listeners, with port 0 replaced by the port actually bound."""
-        bound = {ls.endpoint.listener_name: ls.bound_port for ls in self.listeners if ls.server}
+        bound = self.bound_ports
         out = []
         for endpoint in self.config.advertised_listeners:
             port = endpoint.port or bound.get(endpoint.listener_name, 0)

@@ -60,7 +60,7 @@ TLS_CHUNK_BYTES = 256 * 1024
 class ResponseParts:
     """A response written piecewise, in order (the Fetch path): bytes, and file regions
     (`.file`, `.position`, `.length`, e.g. brokerd.log.segment.FileRegion) sent with sendfile.
-    A region with `release()` (brokerd.log.log.OwnedRegion) is released once written, or
+    A region with `release()` (brokerd.log.local_log.OwnedRegion) is released once written, or
     when the connection fails while writing it."""
 
     parts: list[Any]
