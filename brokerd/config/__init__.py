@@ -1,7 +1,7 @@
 """Broker and topic configs with Kafka's names, types, defaults and validation.
 
 Definitions are split per subsystem as Kafka splits them (server, socket_server,
-zookeeper, replication, server_log, cleaner, group_coordinator, topic; admin for brokerd's
+zookeeper, replication, server_log, cleaner, group_coordinator, transaction, topic; admin for brokerd's
 own), on top of Kafka's catalog (brokerd.config.catalog). `BrokerConfig` layers static and
 dynamic values and resolves a typed, frozen view per subsystem (`config.replication`,
 `config.groups`, `config.log`, ...). This module is the package's interface.
@@ -52,6 +52,7 @@ from brokerd.config.topic import (
     resolve_topic_config,
     validate_topic_overrides,
 )
+from brokerd.config.transaction import TransactionConfig
 from brokerd.config.zookeeper import ZooKeeperConfig
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "ServerConfig",
     "ServerLogConfig",
     "SocketServerConfig",
+    "TransactionConfig",
     "ZooKeeperConfig",
     "is_dynamic_broker_config",
     "parse_connection_overrides",

@@ -39,6 +39,7 @@ from brokerd.config.socket_server import (
     parse_host_port,
 )
 from brokerd.config.topic import LogConfig
+from brokerd.config.transaction import TransactionConfig
 from brokerd.config.zookeeper import ZooKeeperConfig
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class BrokerConfig:
     topic default's source as DEFAULT, exactly as Kafka does.
 
     The typed views (`server`, `socket`, `replication`, `zookeeper`, `server_log`,
-    `cleaner`, `groups`, `admin`, `security`, and `log` for the topic defaults) are rebuilt whenever a
+    `cleaner`, `groups`, `transactions`, `admin`, `security`, and `log` for the topic defaults) are rebuilt whenever a
     dynamic update is applied, so a reader of a dynamic config reads it through
     `config.<view>` when it acts rather than keeping the view. `get` remains for names
     computed at run time (listener-prefixed security configs) and configs brokerd only
@@ -66,6 +67,7 @@ class BrokerConfig:
     server_log: ServerLogConfig
     cleaner: CleanerConfig
     groups: GroupCoordinatorConfig
+    transactions: TransactionConfig
     admin: AdminConfig
     security: SecurityConfig
     log: LogConfig
@@ -127,6 +129,7 @@ class BrokerConfig:
         self.server_log = resolve_view(ServerLogConfig, get)
         self.cleaner = resolve_view(CleanerConfig, get)
         self.groups = resolve_view(GroupCoordinatorConfig, get)
+        self.transactions = resolve_view(TransactionConfig, get)
         self.admin = resolve_view(AdminConfig, get)
         self.security = resolve_view(SecurityConfig, get)
         self.log = LogConfig.resolve(None, self._explicit)

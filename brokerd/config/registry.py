@@ -18,6 +18,7 @@ from brokerd.config import (
     server,
     server_log,
     socket_server,
+    transaction,
     zookeeper,
 )
 from brokerd.config.definitions import ConfigDef, kafka_defined
@@ -30,6 +31,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
     **server_log.DEFINITIONS,
     **cleaner.DEFINITIONS,
     **group_coordinator.DEFINITIONS,
+    **transaction.DEFINITIONS,
     **admin.DEFINITIONS,
     **server_log.TOPIC_SYNONYM_DEFINITIONS,
 }
