@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
 from kazoo.retry import KazooRetry
 
 from . import zk_data
@@ -29,6 +36,13 @@ class ControllerMovedError(Exception):
 # A controller's fence: /controller_epoch's znode version when it took office. Writes made
 # with it are multi-ops that first check that version, as Kafka's KafkaZkClient does.
 Fence = tuple[str, int]
+
+# What kazoo raises while the connection (not the session) is down: a request in flight
+# gets ConnectionLoss, one sent while reconnecting SessionExpiredError though the session
+# may well live on. Retried once connected again, like KafkaZkClient's
+# retryRequestsUntilConnected; only the state LOST means the session is really gone.
+_CONNECTION_DOWN = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
+_RECONNECT_POLL_S = 0.05
 
 
 @dataclass
@@ -55,18 +69,20 @@ class ZkClient:
             command_retry=KazooRetry(max_tries=3, max_delay=1),
         )
         self._kazoo.add_listener(self._on_state)
+        self._closing = False
         self.reads = 0  # znode reads (get, children, exists) sent, for the metrics
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         await asyncio.to_thread(self._kazoo.start, self.connect_ms / 1000)
         if self.chroot:
-            await asyncio.to_thread(self._kazoo.ensure_path, self.chroot)
+            await self._call(self._kazoo.ensure_path, self.chroot)
             self._kazoo.chroot = self.chroot
         for path in zk_data.PERSISTENT_PATHS:
-            await asyncio.to_thread(self._kazoo.ensure_path, path)
+            await self._call(self._kazoo.ensure_path, path)
 
     async def stop(self) -> None:
+        self._closing = True
         await asyncio.to_thread(self._kazoo.stop)
         await asyncio.to_thread(self._kazoo.close)
 
@@ -93,6 +109,50 @@ class ZkClient:
         for callback in callbacks:
             self._loop.call_soon_threadsafe(callback)
 
+    async def _call(
+        self,
+        operation: Callable[..., Any],
+        *args: Any,
+        landed: Callable[[], Any] | None = None,
+    ) -> Any:
+        """Run a kazoo call on a worker thread, riding out a dropped connection.
+
+        While the connection is down the call waits for it and is sent again. A write that
+        is not idempotent passes `landed`: after a reconnect it checks (on a worker thread)
+        whether the lost attempt took effect and returns that attempt's result, or None to
+        send the write again. Reads and idempotent writes need none.
+        """
+        resent = False
+        while True:
+            try:
+                if resent and landed is not None:
+                    outcome = await asyncio.to_thread(landed)
+                    if outcome is not None:
+                        return outcome
+                return await asyncio.to_thread(operation, *args)
+            except _CONNECTION_DOWN:
+                if self._closing or self._kazoo.state == KazooState.LOST:
+                    raise
+                log.info("ZooKeeper connection down; retrying once it is back")
+                await self._until_connected()
+                resent = True
+
+    async def _until_connected(self) -> None:
+        while not self._kazoo.connected:
+            if self._closing or self._kazoo.state == KazooState.LOST:
+                raise SessionExpiredError("the ZooKeeper session was lost while disconnected")
+            await asyncio.sleep(_RECONNECT_POLL_S)
+
+    def _holds(self, path: str, data: bytes, version: int | None = None) -> Any:
+        """The znode's stat when `path` holds `data` (at `version` if given), else None."""
+        try:
+            current, stat = self._kazoo.get(path)
+        except NoNodeError:
+            return None
+        if current != data or (version is not None and stat.version != version):
+            return None
+        return stat
+
     def _to_loop(self, callback: Callable[..., Any]) -> Callable[..., Any]:
         loop = self._loop
 
@@ -106,7 +166,7 @@ class ZkClient:
     async def get(self, path: str, watch: Callable | None = None) -> tuple[bytes, int] | None:
         self.reads += 1
         try:
-            data, stat = await asyncio.to_thread(
+            data, stat = await self._call(
                 self._kazoo.get, path, self._to_loop(watch) if watch else None
             )
         except NoNodeError:
@@ -122,7 +182,7 @@ class ZkClient:
     async def children(self, path: str, watch: Callable | None = None) -> list[str]:
         self.reads += 1
         try:
-            return await asyncio.to_thread(
+            return await self._call(
                 self._kazoo.get_children, path, self._to_loop(watch) if watch else None
             )
         except NoNodeError:
@@ -130,20 +190,20 @@ class ZkClient:
 
     async def ephemeral_owner(self, path: str) -> int | None:
         self.reads += 1
-        stat = await asyncio.to_thread(self._kazoo.exists, path)
+        stat = await self._call(self._kazoo.exists, path)
         return stat.ephemeralOwner if stat is not None else None
 
     async def creation_zxid(self, path: str) -> int | None:
         """The czxid of a node: a broker that re-registered has a new one."""
         self.reads += 1
-        stat = await asyncio.to_thread(self._kazoo.exists, path)
+        stat = await self._call(self._kazoo.exists, path)
         return stat.czxid if stat is not None else None
 
     async def exists(self, path: str, watch: Callable | None = None) -> bool:
         """With `watch`: called when the node is created, changed or deleted."""
         self.reads += 1
         watcher = self._to_loop(watch) if watch else None
-        return await asyncio.to_thread(self._kazoo.exists, path, watcher) is not None
+        return await self._call(self._kazoo.exists, path, watcher) is not None
 
     # Writes -----------------------------------------------------------------------------
     async def create_json(
@@ -155,55 +215,99 @@ class ZkClient:
         sequence: bool = False,
     ) -> str:
         """Create (parents too); NodeExistsError propagates."""
-        return await asyncio.to_thread(
-            self._kazoo.create,
-            path,
-            zk_data.encode(data),
-            ephemeral=ephemeral,
-            sequence=sequence,
-            makepath=True,
-        )
+        payload = zk_data.encode(data)
+
+        def create() -> str:
+            return self._kazoo.create(
+                path, payload, ephemeral=ephemeral, sequence=sequence, makepath=True
+            )
+
+        def landed() -> str | None:
+            # A sequential name is unknown after a lost reply: sent again (a duplicate
+            # notification is harmless). An ephemeral node must be this session's.
+            if sequence:
+                return None
+            stat = self._holds(path, payload)
+            if stat is None or (ephemeral and stat.ephemeralOwner != self.session_id):
+                return None
+            return path
+
+        return await self._call(create, landed=landed)
 
     async def ensure_path(self, path: str) -> None:
-        await asyncio.to_thread(self._kazoo.ensure_path, path)
+        await self._call(self._kazoo.ensure_path, path)
 
     async def create_raw(self, path: str, data: bytes) -> None:
-        await asyncio.to_thread(self._kazoo.create, path, data, makepath=True)
+        await self._call(
+            lambda: self._kazoo.create(path, data, makepath=True),
+            landed=lambda: self._holds(path, data),
+        )
 
     async def set_raw(self, path: str, data: bytes, version: int = -1) -> int:
-        stat = await asyncio.to_thread(self._kazoo.set, path, data, version)
+        stat = await self._call(
+            self._kazoo.set,
+            path,
+            data,
+            version,
+            landed=lambda: self._holds(path, data, None if version < 0 else version + 1),
+        )
         return stat.version
 
     async def set_json(self, path: str, data: Mapping[str, Any], version: int = -1) -> int:
         """Conditional when `version` >= 0 (BadVersionError on a stale write); new version."""
-        stat = await asyncio.to_thread(self._kazoo.set, path, zk_data.encode(data), version)
-        return stat.version
+        return await self.set_raw(path, zk_data.encode(data), version)
 
     async def fenced_set_json(
         self, path: str, data: Mapping[str, Any], version: int, fence: Fence
     ) -> int:
         """set_json only while `fence` holds; ControllerMovedError when it does not."""
+        payload = zk_data.encode(data)
         results = await self._fenced(
-            fence, lambda txn: txn.set_data(path, zk_data.encode(data), version)
+            fence,
+            lambda txn: txn.set_data(path, payload, version),
+            landed=lambda: self._holds(path, payload, None if version < 0 else version + 1),
         )
         return results[1].version
 
     async def fenced_create_json(self, path: str, data: Mapping[str, Any], fence: Fence) -> None:
         """Create `path` (its parent must exist) only while `fence` holds."""
-        await self._fenced(fence, lambda txn: txn.create(path, zk_data.encode(data)))
+        payload = zk_data.encode(data)
+        await self._fenced(
+            fence,
+            lambda txn: txn.create(path, payload),
+            landed=lambda: self._holds(path, payload),
+        )
 
     async def fenced_delete(self, path: str, version: int, fence: Fence) -> None:
         """Delete `path` (at `version`; -1: any) only while `fence` holds."""
-        await self._fenced(fence, lambda txn: txn.delete(path, version))
+        await self._fenced(
+            fence,
+            lambda txn: txn.delete(path, version),
+            landed=lambda: True if self._kazoo.exists(path) is None else None,
+        )
 
-    async def _fenced(self, fence: Fence, add_operation: Callable[[Any], None]) -> list:
+    async def _fenced(
+        self,
+        fence: Fence,
+        add_operation: Callable[[Any], None],
+        landed: Callable[[], Any],
+    ) -> list:
         def commit() -> list:
             txn = self._kazoo.transaction()
             txn.check(*fence)
             add_operation(txn)
             return txn.commit()
 
-        results = await asyncio.to_thread(commit)
+        def committed_before() -> list | None:
+            # The lost multi took effect when the fence still holds and the write is there.
+            try:
+                _, fence_stat = self._kazoo.get(fence[0])
+            except NoNodeError:
+                return None
+            outcome = landed() if fence_stat.version == fence[1] else None
+            return None if outcome is None else [True, outcome]
+
+        results = await self._call(commit, landed=committed_before)
         if isinstance(results[0], BadVersionError | NoNodeError):
             raise ControllerMovedError(f"{fence[0]} is no longer at version {fence[1]}")
         for result in results[1:]:
@@ -222,7 +326,7 @@ class ZkClient:
 
     async def delete(self, path: str, recursive: bool = False) -> None:
         try:
-            await asyncio.to_thread(self._kazoo.delete, path, -1, recursive)
+            await self._call(self._kazoo.delete, path, -1, recursive)
         except NoNodeError:
             pass
 
@@ -240,7 +344,17 @@ class ZkClient:
                     raise ValueError(kind)
             return txn.commit()
 
-        results = await asyncio.to_thread(commit)
+        def committed_before() -> bool | None:
+            for kind, path, data in operations:
+                if kind == "create" and self._holds(path, data or b"") is None:
+                    return None
+                if kind == "delete" and self._kazoo.exists(path) is not None:
+                    return None
+            return True
+
+        results = await self._call(commit, landed=committed_before)
+        if results is True:
+            return
         for result in results:
             if isinstance(result, Exception):
                 raise result
