@@ -13,6 +13,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from brokerd.util.java_hash import java_string_hash as java_string_hash
+from brokerd.util.java_hash import kafka_abs as kafka_abs
+
 TOPIC = "__consumer_offsets"
 
 OFFSET_KEY_VERSION = 1  # versions 0 and 1 are the same offset-commit key
@@ -27,20 +30,6 @@ _I64 = struct.Struct(">q")
 
 
 # The partition formula ---------------------------------------------------------------------
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16 code units, in int32."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def kafka_abs(n: int) -> int:
-    """Kafka's Utils.abs: Math.abs, except that Integer.MIN_VALUE maps to 0, not itself."""
-    return 0 if n == -(1 << 31) else abs(n)
-
-
 def partition_for(group_id: str, num_partitions: int) -> int:
     """GroupMetadataManager.partitionFor: Utils.abs(groupId.hashCode) % partitions."""
     return kafka_abs(java_string_hash(group_id)) % num_partitions
