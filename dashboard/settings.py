@@ -10,6 +10,8 @@ DASHBOARD_PLATFORM_STATUS_FILE  `make run`'s process status, shown on the overvi
                     (default platform-status.json in DASHBOARD_VAR_DIR)
 DASHBOARD_SECRETS_DIRS  directories (os.pathsep-separated) that `file:` secret references
                     may name files in (default secrets/ in DASHBOARD_VAR_DIR)
+DASHBOARD_CLUSTER_SECRETS_KEY  Fernet key encrypting clusters' SASL passwords and TLS keys
+                    at rest (default: derived from the secret key)
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# Encrypts clusters' SASL passwords and TLS keys in the database (a Fernet key,
+# `Fernet.generate_key()`); unset: derived from SECRET_KEY (dashboard/core/cluster_secrets.py).
+CLUSTER_SECRETS_KEY = os.environ.get("DASHBOARD_CLUSTER_SECRETS_KEY", "")
 DEBUG = _flag("DJANGO_DEBUG")
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",")
 CSRF_TRUSTED_ORIGINS = [

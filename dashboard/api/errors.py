@@ -20,7 +20,9 @@ from brokerd.client.errors import (
     UnsupportedVersionError,
 )
 from dashboard.core.admin_api import AdminApiError
+from dashboard.core.cluster_secrets import ClusterSecretError
 from dashboard.core.groups import GroupNotFound, GroupNotInactive
+from dashboard.core.kafka import error_text
 
 KAFKA_STATUS = {
     ErrorCode.unknown_topic_or_partition: status.HTTP_404_NOT_FOUND,
@@ -36,6 +38,8 @@ KAFKA_STATUS = {
     ErrorCode.eligible_leaders_not_available: status.HTTP_409_CONFLICT,
     ErrorCode.reassignment_in_progress: status.HTTP_409_CONFLICT,
     ErrorCode.no_reassignment_in_progress: status.HTTP_404_NOT_FOUND,
+    # The platform's stored credentials for the cluster, not the caller's input.
+    ErrorCode.sasl_authentication_failed: status.HTTP_502_BAD_GATEWAY,
 }
 
 
@@ -59,9 +63,12 @@ def error_body(code: int, message: str, **extra) -> dict:
 def exception_handler(exc, context):
     if isinstance(exc, KafkaResponseError):
         code = kafka_status(exc)
-        return Response(error_body(code, str(exc), kafka_error=exc.name), status=code)
+        message = error_text(exc, subject=True)
+        return Response(error_body(code, message, kafka_error=exc.name), status=code)
     if isinstance(exc, KafkaConnectionError | KafkaTimeoutError | UnsupportedVersionError):
         return Response(error_body(503, str(exc)), status=503)
+    if isinstance(exc, ClusterSecretError):
+        return Response(error_body(502, str(exc)), status=502)
     if isinstance(exc, AdminApiError):
         # Our own misconfiguration (token, endpoint) is a gateway problem, not the caller's.
         code = exc.status if 400 <= exc.status < 500 and exc.status != 401 else 502

@@ -174,25 +174,29 @@ def _client_options() -> dict[str, Any]:
 
 def kafka_client(cluster: Cluster) -> KafkaCluster:
     """A new asyncio client of `cluster`, for code with its own event loop (the collector)."""
-    return KafkaCluster(cluster.bootstrap_servers, **_client_options())
+    return KafkaCluster(
+        cluster.bootstrap_servers, security=cluster.client_security(), **_client_options()
+    )
 
 
 # One SyncClient per cluster per process, keyed by name and rebuilt when the cluster's
-# bootstrap servers change; created on first use, closed at exit.
-_shared: dict[str, tuple[str, SyncClient]] = {}
+# bootstrap servers or security settings change; created on first use, closed at exit.
+_shared: dict[str, tuple[tuple, SyncClient]] = {}
 _shared_lock = threading.Lock()
 
 
 def shared_client(cluster: Cluster) -> SyncClient:
     with _shared_lock:
         entry = _shared.get(cluster.name)
-        if entry is not None and entry[0] == cluster.bootstrap_servers:
+        if entry is not None and entry[0] == cluster.security_fingerprint:
             return entry[1]
         # Connecting under the lock: a burst of first requests makes one client, not many.
-        client = SyncClient(cluster.bootstrap_servers, **_client_options())
-        _shared[cluster.name] = (cluster.bootstrap_servers, client)
+        client = SyncClient(
+            cluster.bootstrap_servers, security=cluster.client_security(), **_client_options()
+        )
+        _shared[cluster.name] = (cluster.security_fingerprint, client)
     if entry is not None:
-        entry[1].close()  # its bootstrap servers changed
+        entry[1].close()  # its bootstrap servers or security settings changed
     return client
 
 

@@ -6,12 +6,18 @@ Live state (brokers, topics, offsets) is never stored here: it is read from the 
 from __future__ import annotations
 
 import os
+import ssl
+import tempfile
 from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
+
+from brokerd.client.connection import ClientSecurity
+
+from .cluster_secrets import seal, unseal
 
 cluster_name_validator = RegexValidator(
     r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
@@ -49,6 +55,19 @@ def validate_token_ref(value: str) -> None:
         raise ValidationError(problem)
 
 
+class SecurityProtocol(models.TextChoices):
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+
+class SaslMechanism(models.TextChoices):
+    PLAIN = "PLAIN"
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+
 class Cluster(models.Model):
     """A Kafka-compatible cluster the dashboard watches and operates."""
 
@@ -66,6 +85,25 @@ class Cluster(models.Model):
     # A reference, not the token: env:BROKERD_NAME or file:/path in the secrets directory,
     # resolved server-side only.
     admin_token_ref = models.CharField(max_length=1000, blank=True, validators=[validate_token_ref])
+    # How the platform connects, in Kafka's client terms (security.protocol, sasl.mechanism,
+    # the SASL user, ssl.truststore as PEM, a client certificate for mutual TLS). The
+    # password and the private key are stored sealed (cluster_secrets.py), never shown back.
+    security_protocol = models.CharField(
+        max_length=20, choices=SecurityProtocol.choices, default=SecurityProtocol.PLAINTEXT
+    )
+    sasl_mechanism = models.CharField(max_length=20, choices=SaslMechanism.choices, blank=True)
+    sasl_username = models.CharField(max_length=256, blank=True)
+    sasl_password_sealed = models.TextField(blank=True, editable=False)
+    ssl_ca_pem = models.TextField(
+        blank=True, help_text="the CA certificates (PEM) the brokers' certificates chain to"
+    )
+    ssl_certificate_pem = models.TextField(
+        blank=True, help_text="a client certificate (PEM) for mutual TLS"
+    )
+    ssl_key_sealed = models.TextField(blank=True, editable=False)
+    ssl_check_hostname = models.BooleanField(
+        default=True, help_text="ssl.endpoint.identification.algorithm=https (Kafka's default)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -77,6 +115,66 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        sasl = self.security_protocol.startswith("SASL_")
+        if sasl and not (self.sasl_mechanism and self.sasl_username):
+            raise ValidationError(f"{self.security_protocol} needs a SASL mechanism and a user")
+        if sasl and not self.sasl_password_sealed:
+            raise ValidationError(f"{self.security_protocol} needs the SASL user's password")
+        if bool(self.ssl_certificate_pem) != bool(self.ssl_key_sealed):
+            raise ValidationError("a client certificate needs its private key, and the reverse")
+
+    def set_sasl_password(self, password: str) -> None:
+        self.sasl_password_sealed = seal(password) if password else ""
+
+    def set_ssl_key(self, key_pem: str) -> None:
+        self.ssl_key_sealed = seal(key_pem) if key_pem else ""
+
+    @property
+    def security_fingerprint(self) -> tuple:
+        """What a cached client must be rebuilt for when it changes."""
+        return (
+            self.bootstrap_servers,
+            self.security_protocol,
+            self.sasl_mechanism,
+            self.sasl_username,
+            self.sasl_password_sealed,
+            self.ssl_ca_pem,
+            self.ssl_certificate_pem,
+            self.ssl_key_sealed,
+            self.ssl_check_hostname,
+        )
+
+    def client_security(self) -> ClientSecurity:
+        """The brokerd client's settings for this cluster, secrets unsealed here only."""
+        protocol = self.security_protocol
+        if protocol == SecurityProtocol.PLAINTEXT:
+            return ClientSecurity()
+        context = None
+        if protocol in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL):
+            context = self._ssl_context()
+        if not protocol.startswith("SASL_"):
+            return ClientSecurity(security_protocol=protocol, ssl_context=context)
+        return ClientSecurity(
+            security_protocol=protocol,
+            ssl_context=context,
+            sasl_mechanism=self.sasl_mechanism,
+            sasl_username=self.sasl_username,
+            sasl_password=unseal(self.sasl_password_sealed),
+        )
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cadata=self.ssl_ca_pem or None)
+        context.check_hostname = self.ssl_check_hostname
+        if self.ssl_certificate_pem:
+            # ssl loads a key only from a file: a private one, removed once read.
+            with tempfile.NamedTemporaryFile("w", suffix=".pem") as chain:
+                chain.write(unseal(self.ssl_key_sealed) + "\n" + self.ssl_certificate_pem)
+                chain.flush()
+                context.load_cert_chain(chain.name)
+        return context
 
     def admin_token(self) -> str | None:
         """The admin API token; never serialised, never sent to a browser."""

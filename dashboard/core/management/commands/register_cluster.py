@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from dashboard.core.client_properties import ClientPropertiesError, read_client_properties
 from dashboard.core.models import Cluster
 
 
@@ -25,6 +27,12 @@ class Command(BaseCommand):
             default="",
             help="env:BROKERD_NAME, or file:/path in the secrets directory (DASHBOARD_SECRETS_DIRS)",
         )
+        parser.add_argument(
+            "--command-config",
+            help="a Kafka client .properties with the cluster's security settings "
+            "(security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location, "
+            "...); the password and private key are stored encrypted. Without it: PLAINTEXT",
+        )
 
     def handle(
         self,
@@ -34,6 +42,7 @@ class Command(BaseCommand):
         zookeeper_connect,
         admin_endpoints,
         admin_token_ref,
+        command_config,
         **options,
     ):
         try:
@@ -45,6 +54,13 @@ class Command(BaseCommand):
         cluster.zookeeper_connect = zookeeper_connect
         cluster.admin_endpoints = endpoints
         cluster.admin_token_ref = admin_token_ref
+        try:
+            text = Path(command_config).read_text() if command_config else ""
+            read_client_properties(text).apply_to(cluster)
+        except OSError as exc:
+            raise CommandError(f"--command-config {command_config}: {exc.strerror}") from exc
+        except ClientPropertiesError as exc:
+            raise CommandError(f"--command-config {command_config}: {exc}") from exc
         try:
             cluster.full_clean()
         except ValidationError as exc:
