@@ -3,9 +3,12 @@
 - `LocalLog` (local_log.py): the segment files, log end offset, recovery point, rolls,
   reads of file regions, truncation and removal of segments;
 - `validator`: what a produced record set must satisfy before offsets are assigned;
-- `ProducerStateManager` and `LeaderEpochFileCache`: idempotence and epoch history;
-- here: the log start offset and high watermark, offset assignment, and keeping all of the
-  above consistent with each other on every append, truncation and deletion.
+- `ProducerStateManager` and `LeaderEpochFileCache`: idempotence, transactions and epoch
+  history;
+- here: the log start offset, high watermark and last stable offset, offset assignment,
+  transaction markers and the aborted-transaction index (`.txnindex`, txn_index.py), and
+  keeping all of the above consistent with each other on every append, truncation and
+  deletion.
 
 Thread-safety: every change holds `_lock` (an RLock), so appends (the event loop), the
 cleaner, retention, flushes and truncations (worker threads) may call in from any thread.
@@ -36,12 +39,14 @@ from ..records.batch import (
     CorruptRecordError,
     RecordBatch,
 )
+from ..records.control import ABORT, COMMIT, build_end_txn_marker
 from . import errors
 from .checkpoints import fsync_file
 from .leader_epochs import LeaderEpochFileCache
 from .local_log import FetchDataInfo, LocalLog, OwnedRegion
 from .producer_state import ProducerStateEntry, ProducerStateManager
 from .segment import EntryHeader, LogSegment
+from .txn_index import AbortedTxn
 from .validator import (
     check_batch_crc,
     check_single_batch,
@@ -179,7 +184,19 @@ class Log:
         with self._lock:
             end = self._local.log_end_offset
             self.high_watermark = max(self.log_start_offset, min(offset, end))
+            self.producer_state.on_high_watermark_updated(self.high_watermark)
             return self.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which every transaction is decided and its marker replicated
+        (Kafka's lastStableOffset): the HW, or the first unstable offset when below it.
+        read_committed fetches and ListOffsets read up to here."""
+        high_watermark = self.high_watermark
+        first_unstable = self.producer_state.first_unstable_offset
+        if first_unstable is not None and first_unstable < high_watermark:
+            return max(first_unstable, self.log_start_offset)
+        return high_watermark
 
     def assign_epoch_start(self, leader_epoch: int) -> None:
         """Record that `leader_epoch` starts at the log end (Kafka's
@@ -204,6 +221,97 @@ class Log:
         """producer id -> its state, copied under the lock (appends change it)."""
         with self._lock:
             return dict(self.producer_state.active_producers)
+
+    # Transactions -------------------------------------------------------------------
+    def append_end_txn_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        leader_epoch: int,
+        now_ms: int | None = None,
+        defer_flush: bool = False,
+    ) -> AppendInfo:
+        """Write a COMMIT or ABORT marker for the producer's transaction as leader (the
+        coordinator's WriteTxnMarkers; Kafka's appendAsLeader with the coordinator origin):
+        one control batch with one control record. It ends the producer's open transaction;
+        an abort adds its entry to the active segment's `.txnindex`. Raises
+        InvalidProducerEpochError for an epoch older than the producer's and
+        TransactionCoordinatorFencedError for an older coordinator epoch."""
+        now = self.now_ms() if now_ms is None else now_ms
+        with self._lock:
+            self._check_open()
+            self.producer_state.check_end_txn_marker(producer_id, producer_epoch, coordinator_epoch)
+            first_offset = self._local.log_end_offset
+            buf = build_end_txn_marker(
+                COMMIT if commit else ABORT,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                coordinator_epoch=coordinator_epoch,
+                base_offset=first_offset,
+                timestamp=now,
+                partition_leader_epoch=leader_epoch,
+            )
+            batch = RecordBatch(buf)
+            log_append = self.config.message_timestamp_type == "LogAppendTime"
+            if log_append:
+                batch.set_log_append_time(now)
+            header = EntryHeader(0, len(buf), first_offset, first_offset, now, 2)
+            self._append(buf, [header], now, now)
+            if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+                self.leader_epoch_cache.assign(leader_epoch, first_offset)
+            aborted = self.producer_state.update(batch, first_offset, first_offset)
+            if aborted is not None:
+                self.active_segment.update_txn_index(aborted)
+            self.producer_state.update_map_end_offset(first_offset + 1)
+            flush_due = self._after_append(1, defer_flush)
+            return AppendInfo(
+                first_offset,
+                first_offset,
+                now,
+                now if log_append else -1,
+                self.log_start_offset,
+                1,
+                len(buf),
+                flush_needed=flush_due,
+            )
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int, from_segment: LogSegment | None = None
+    ) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, upper_bound_offset), from the
+        `.txnindex` of the segment holding start_offset (or `from_segment`) and the later
+        ones, until an entry shows the LSO had reached the bound (Kafka's
+        collectAbortedTransactions)."""
+        view = self._local.segments.view
+        first = from_segment.base_offset if from_segment is not None else start_offset
+        found: list[AbortedTxn] = []
+        for segment in view.segments[max(view.floor_index(first), 0) :]:
+            result = segment.txn_index.collect_aborted_txns(start_offset, upper_bound_offset)
+            found.extend(result.aborted)
+            if result.is_complete:
+                break
+        return found
+
+    def aborted_transactions_for_read(self, data: FetchDataInfo) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed fetch that got `data` must be told of
+        (Kafka's addAbortedTransactions): from the fetch offset up to an offset above the
+        last batch the region holds (the first offset-index entry at or past its end, else
+        the next segment's base, else the log end)."""
+        region = data.region
+        if region is None or data.first_entry_offset is None:
+            return []
+        view = self._local.segments.view
+        index = view.floor_index(data.first_entry_offset)
+        if index < 0:
+            return []
+        segment = view.segments[index]
+        upper = segment.fetch_upper_bound_offset(region.position + region.length)
+        if upper is None:
+            next_base = view.next_base(index)
+            upper = next_base if next_base is not None else self._local.log_end_offset
+        return self.collect_aborted_transactions(data.fetch_offset, upper, segment)
 
     # Appends --------------------------------------------------------------------------
     def append_as_leader(
@@ -324,8 +432,9 @@ class Log:
         size = len(records)
         max_timestamp = header[8]
         count = header[12]
-        local = self._local
         with self._lock:
+            # Read under the lock: a replica moved to another log dir swaps it (AlterReplicaLogDirs).
+            local = self._local
             self._check_open()
             batch = None
             if header[9] != NO_PRODUCER_ID:
@@ -423,11 +532,16 @@ class Log:
             ]
             end = batches[-1].pos + batches[-1].size
             self._append(memoryview(buf)[:end], headers, max(h.max_timestamp for h in headers))
+            segment = self.active_segment  # all of them went there (a roll comes first)
             for batch in batches:
                 if batch.partition_leader_epoch >= 0:
                     self.leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
                 if batch.has_producer_id:
-                    self.producer_state.update(batch, batch.base_offset, batch.last_offset)
+                    aborted = self.producer_state.update(
+                        batch, batch.base_offset, batch.last_offset
+                    )
+                    if aborted is not None:
+                        segment.update_txn_index(aborted)
             self.producer_state.update_map_end_offset(batches[-1].last_offset + 1)
             count = sum(b.record_count for b in batches)
             self._after_append(count)
@@ -681,6 +795,7 @@ class Log:
             self.leader_epoch_cache.truncate_from_end(offset)
             self.producer_state.truncate_and_reload(self.log_start_offset, offset)
             self._rebuild_producer_state(offset)
+            self.producer_state.on_high_watermark_updated(self.high_watermark)
             return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -696,6 +811,8 @@ class Log:
             self.producer_state.truncate_and_reload(offset, offset)
 
     def _rebuild_producer_state(self, end_offset: int) -> None:
+        # The markers replayed here are below the truncation point: their `.txnindex`
+        # entries are kept (segment truncation drops only those at or above it).
         start = self.producer_state.map_end_offset
         for entry in self.read_batches(start, end_offset):
             if isinstance(entry, RecordBatch) and entry.has_producer_id:

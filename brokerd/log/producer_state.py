@@ -17,6 +17,15 @@ of the log after it (`update` never validates). A snapshot is `<20-digit offset>
              offsetDelta int32, timestamp int64, coordinatorEpoch int32,
              currentTxnFirstOffset int64)
 It keeps only each producer's last batch, as Kafka's does.
+
+Transactions (KIP-98): a producer's first transactional batch opens its transaction
+(`current_txn_first_offset`), its COMMIT or ABORT marker (a control batch) ends it. The
+manager keeps, as Kafka's does, the open transactions by first offset and the completed
+ones whose marker is not yet below the high watermark ("unreplicated"): the first offset of
+the oldest of either is the first unstable offset, which bounds the last stable offset.
+`update` of an abort marker returns the `AbortedTxn` entry the segment's `.txnindex` takes.
+Snapshots keep each producer's open transaction (`currentTxnFirstOffset`), so loading one
+restores the open transactions.
 """
 
 from __future__ import annotations
@@ -35,7 +44,13 @@ from typing import Protocol
 import crc32c
 
 from .checkpoints import write_atomically
-from .errors import InvalidProducerEpochError, OutOfOrderSequenceError, UnknownProducerIdError
+from .errors import (
+    InvalidProducerEpochError,
+    LogError,
+    OutOfOrderSequenceError,
+    UnknownProducerIdError,
+)
+from .txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +69,22 @@ _SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
 _CRC_START = 6  # the CRC covers the entry count and the entries
 _SNAPSHOT_NAME = re.compile(r"^(\d+)\.snapshot$")
 _MARKER_VALUE = struct.Struct(">hi")  # end-transaction marker: version, coordinatorEpoch
+_MARKER_KEY = struct.Struct(">hh")  # control record key: version, type (0 abort, 1 commit)
+ABORT_MARKER = 0
+
+
+class InvalidTxnStateError(LogError):
+    """A non-transactional batch from a producer with an open transaction (Kafka's
+    InvalidTxnStateException from ProducerAppendInfo)."""
+
+    error_code = 48  # INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(LogError):
+    """A marker from a coordinator epoch older than the partition has seen (a zombie
+    coordinator)."""
+
+    error_code = 52  # TRANSACTION_COORDINATOR_FENCED
 
 
 class CorruptSnapshotError(ValueError):
@@ -167,6 +198,11 @@ class ProducerStateManager:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
         self._map_end_offset = 0
+        # Open transactions: first offset -> producer id (Kafka's ongoingTxns).
+        self._ongoing: dict[int, int] = {}
+        # Completed transactions whose marker is not below the high watermark yet:
+        # first offset -> marker offset (Kafka's unreplicatedTxns).
+        self._unreplicated: dict[int, int] = {}
 
     # State ---------------------------------------------------------------------------
     @property
@@ -206,6 +242,15 @@ class ProducerStateManager:
             raise InvalidProducerEpochError(
                 f"producer {producer_id} epoch {epoch} is older than the current epoch {current_epoch}"
             )
+        if (
+            entry is not None
+            and entry.current_txn_first_offset is not None
+            and not batch.is_transactional
+        ):
+            raise InvalidTxnStateError(
+                f"expected a transactional write from producer {producer_id}: its transaction "
+                f"open since offset {entry.current_txn_first_offset} has not ended"
+            )
         if epoch != current_epoch:
             if first_seq != 0:
                 if current_epoch != NO_PRODUCER_EPOCH:
@@ -228,23 +273,74 @@ class ProducerStateManager:
             )
         return None
 
+    def check_end_txn_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> None:
+        """Validate a marker the coordinator asks for (WriteTxnMarkers) before it is
+        appended: Kafka's appendEndTxnMarker checks for the coordinator origin (TV0/1)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"marker for producer {producer_id} has epoch {producer_epoch}, which is "
+                f"smaller than the last seen epoch {entry.producer_epoch}"
+            )
+        if entry.coordinator_epoch > coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"invalid coordinator epoch for producer {producer_id}: {coordinator_epoch} "
+                f"(zombie), {entry.coordinator_epoch} (current)"
+            )
+
+    # Transactions ----------------------------------------------------------------------
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction that is open or whose marker is not
+        yet below the high watermark (Kafka's firstUnstableOffset); None when none is."""
+        first = min(self._ongoing, default=None)
+        unreplicated = min(self._unreplicated, default=None)
+        if unreplicated is not None and (first is None or unreplicated < first):
+            return unreplicated
+        return first
+
+    @property
+    def ongoing_transactions(self) -> dict[int, int]:
+        """First offset -> producer id of every open transaction (a copy)."""
+        return dict(self._ongoing)
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is now below the HW stop bounding the LSO."""
+        if self._unreplicated:
+            self._unreplicated = {
+                first: last for first, last in self._unreplicated.items() if last >= high_watermark
+            }
+
+    def _last_stable_offset_after(self, producer_id: int, marker_offset: int) -> int:
+        """Kafka's lastStableOffset(completedTxn): the first offset of the oldest other open
+        transaction, else the offset after the marker."""
+        others = [first for first, pid in self._ongoing.items() if pid != producer_id]
+        return min(others) if others else marker_offset + 1
+
     # Updates -------------------------------------------------------------------------
-    def update(self, batch: ProducerBatch, first_offset: int, last_offset: int) -> None:
+    def update(
+        self, batch: ProducerBatch, first_offset: int, last_offset: int
+    ) -> AbortedTxn | None:
         """Apply an appended (or replayed) batch at its assigned offsets; never validates.
 
         Also moves the map end offset past the batch, so calling this for every batch of the
-        log (producer or not) keeps `map_end_offset` right.
+        log (producer or not) keeps `map_end_offset` right. An ABORT marker that ends an open
+        transaction returns its aborted-transaction index entry (the caller's segment
+        appends it when the marker is new to the log).
         """
         self._map_end_offset = max(self._map_end_offset, last_offset + 1)
         producer_id = batch.producer_id
         if producer_id == NO_PRODUCER_ID:
-            return
+            return None
         entry = self._producers.get(producer_id)
         if entry is None:
             entry = self._producers[producer_id] = ProducerStateEntry(producer_id)
         if batch.is_control:
-            self._apply_end_txn_marker(entry, batch)
-            return
+            return self._apply_end_txn_marker(entry, batch, first_offset)
         entry.add_batch(
             batch.producer_epoch,
             BatchMetadata(
@@ -257,14 +353,40 @@ class ProducerStateManager:
         )
         if batch.is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first_offset
+            self._ongoing[first_offset] = producer_id
+        return None
 
-    def _apply_end_txn_marker(self, entry: ProducerStateEntry, batch: ProducerBatch) -> None:
+    def _apply_end_txn_marker(
+        self, entry: ProducerStateEntry, batch: ProducerBatch, offset: int
+    ) -> AbortedTxn | None:
+        records = batch.records() if hasattr(batch, "records") else []
+        if not records:
+            return None  # an empty control batch: the cleaner removed its whole transaction
+        record = records[0]
+        aborted = None
+        first = entry.current_txn_first_offset
+        if first is not None:
+            key = record.key
+            is_abort = (
+                key is not None
+                and len(key) >= _MARKER_KEY.size
+                and _MARKER_KEY.unpack_from(key)[1] == ABORT_MARKER
+            )
+            if is_abort:
+                aborted = AbortedTxn(
+                    entry.producer_id,
+                    first,
+                    offset,
+                    self._last_stable_offset_after(entry.producer_id, offset),
+                )
+            self._ongoing.pop(first, None)
+            self._unreplicated[first] = offset
         entry.maybe_update_epoch(batch.producer_epoch)
         entry.current_txn_first_offset = None
         entry.last_timestamp = batch.max_timestamp
-        records = batch.records() if hasattr(batch, "records") else []
-        if records and records[0].value is not None and len(records[0].value) >= 6:
-            _, entry.coordinator_epoch = _MARKER_VALUE.unpack_from(records[0].value)
+        if record.value is not None and len(record.value) >= _MARKER_VALUE.size:
+            _, entry.coordinator_epoch = _MARKER_VALUE.unpack_from(record.value)
+        return aborted
 
     def remove_expired(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle longer than producer.id.expiration.ms; returns their ids."""
@@ -283,6 +405,8 @@ class ProducerStateManager:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop all state and snapshots (the log was emptied or replaced)."""
         self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         for snapshot_offset in self.snapshot_offsets():
             self._delete_snapshot(snapshot_offset)
         self._map_end_offset = offset
@@ -327,8 +451,15 @@ class ProducerStateManager:
     def _delete_snapshot(self, offset: int) -> None:
         self.snapshot_path(offset).unlink(missing_ok=True)
 
-    def load(self, log_start_offset: int, log_end_offset: int, now_ms: int | None = None) -> int:
-        """Rebuild state from the newest usable snapshot; returns where to replay the log from.
+    def load(
+        self,
+        log_start_offset: int,
+        log_end_offset: int,
+        now_ms: int | None = None,
+        upto: int | None = None,
+    ) -> int:
+        """Rebuild state from the newest usable snapshot (at or below `upto` when given);
+        returns where to replay the log from.
 
         Snapshots above the log end offset (written before a truncation) and at or below the
         log start offset are deleted, as Kafka's truncateAndReload does; corrupt ones are
@@ -338,7 +469,11 @@ class ProducerStateManager:
         now_ms = _now_ms() if now_ms is None else now_ms
         self._delete_out_of_range_snapshots(log_start_offset, log_end_offset)
         self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         for offset in reversed(self.snapshot_offsets()):
+            if upto is not None and offset > upto:
+                continue
             path = self.snapshot_path(offset)
             try:
                 entries = read_snapshot(path)
@@ -349,6 +484,8 @@ class ProducerStateManager:
             for entry in entries:
                 if not self._is_expired(entry, now_ms):
                     self._producers[entry.producer_id] = entry
+                    if entry.current_txn_first_offset is not None:
+                        self._ongoing[entry.current_txn_first_offset] = entry.producer_id
             self._map_end_offset = offset
             return offset
         self._map_end_offset = log_start_offset

@@ -7,8 +7,10 @@ Load order, as Kafka's LogLoader does it:
 3. after an unclean shutdown, recover every segment from the recovery point on:
    validate each batch, truncate a torn or garbage tail at the first invalid byte, rebuild
    the indexes, and drop the segments after a truncation;
-4. rebuild producer state from its newest snapshot plus the log after it, and trim the
-   leader-epoch cache to the log's offsets.
+4. rebuild producer state from its newest snapshot plus the log after it (after a
+   recovery, from a snapshot at or below the first recovered segment, whose markers then
+   rebuild the recovered segments' `.txnindex` files), and trim the leader-epoch cache to
+   the log's offsets.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .segment import (
     offset_from_filename,
 )
 from .swap import SWAP_GROUP_SUFFIX, read_swap_group
+from .txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +116,7 @@ def _complete_interrupted_operations(directory: Path, config: LogConfig) -> None
             old_base = offset_from_filename(old_log.name)
             if base <= old_base < end:
                 log.info("%s: replaced by the interrupted swap of %s", old_log, swap_log.name)
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                     (directory / f"{old_log.name[:20]}{suffix}").unlink(missing_ok=True)
         swapped.change_file_suffixes(SWAP_SUFFIX, "")
         swapped.close()
@@ -207,14 +210,24 @@ def _rebuild_producer_state(
     scanned: _ScannedProducerBatches | None = None,
 ) -> None:
     """The newest snapshot, then the log after it: read from disk, except the part the
-    recovery scan already went through (`scanned`)."""
-    replay_from = max(state.load(log_start_offset, end), log_start_offset)
+    recovery scan already went through (`scanned`). After a recovery the snapshot is one
+    at or below where the scan started, so that every marker of the recovered segments is
+    replayed with the producer state as it was then: the aborts rebuild their `.txnindex`
+    files (Kafka's segment recovery), emptied first."""
+    upto = None if scanned is None else scanned.start
+    replay_from = max(state.load(log_start_offset, end, upto=upto), log_start_offset)
     replay_to = end if scanned is None else max(min(scanned.start, end), replay_from)
     for entry in log_.read_batches(replay_from, replay_to):
         if isinstance(entry, RecordBatch) and entry.has_producer_id:
             state.update(entry, entry.base_offset, entry.last_offset)
     if scanned is not None:
+        for segment in log_.segments_from(scanned.start):
+            if segment.base_offset >= scanned.start:
+                segment.txn_index.reset()
         for base_offset, last_offset, batch in scanned.batches:
             if last_offset >= replay_to and base_offset < end:
-                state.update(batch, base_offset, last_offset)
+                aborted = state.update(batch, base_offset, last_offset)
+                holding = log_.segment_for(base_offset) if aborted is not None else None
+                if aborted is not None and holding is not None:
+                    holding.update_txn_index(aborted)
     state.update_map_end_offset(end)

@@ -1,4 +1,5 @@
-"""LogSegment: one `.log` file with its `.index` and `.timeindex`, named by base offset.
+"""LogSegment: one `.log` file with its `.index`, `.timeindex` and (once a transaction is
+aborted in it) `.txnindex`, named by base offset.
 
 Appends go to the end of the active segment with one write; offset and time index entries
 are added every `index.interval.bytes`. Reads return file regions (position, length) of
@@ -21,6 +22,7 @@ from ..config import LogConfig
 from ..records import read_entry
 from ..records.batch import ATTRIBUTES_POS, HEADER_SIZE, CorruptRecordError, check_crc_value
 from .index import OffsetIndex, TimeIndex
+from .txn_index import TXN_INDEX_SUFFIX, AbortedTxn, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -175,6 +177,9 @@ class LogSegment:
             config.segment_index_bytes,
             preallocate=active,
         )
+        self.txn_index = TransactionIndex(
+            base_offset, self.dir / f"{prefix}{TXN_INDEX_SUFFIX}{suffix}"
+        )
         self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
         self.bytes_since_last_index_entry = 0
         self.max_timestamp_so_far = -1
@@ -193,7 +198,7 @@ class LogSegment:
         return self.time_index.path
 
     def change_file_suffixes(self, old: str, new: str) -> None:
-        """Rename all three files (`.deleted`, `.cleaned`, `.swap` transitions)."""
+        """Rename all its files (`.deleted`, `.cleaned`, `.swap` transitions)."""
 
         def renamed(path: Path) -> Path:
             name = path.name[: -len(old)] if old and path.name.endswith(old) else path.name
@@ -204,6 +209,7 @@ class LogSegment:
         self.log_path = new_log
         self.offset_index.rename_to(renamed(self.offset_index.path))
         self.time_index.rename_to(renamed(self.time_index.path))
+        self.txn_index.rename_to(renamed(self.txn_index.path))
 
     # Appends -------------------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview, headers: list[EntryHeader]) -> int:
@@ -380,6 +386,20 @@ class LogSegment:
         length = min(max_position - first.position, limit)
         return first, FileRegion(self.file, first.position, max(length, 0))
 
+    def fetch_upper_bound_offset(self, end_position: int) -> int | None:
+        """An offset above every batch that starts before `end_position` (Kafka's
+        fetchUpperBoundOffset): that of the first offset-index entry at or past it (an
+        entry names its batch's last offset), else None."""
+        index = self.offset_index
+        low, high = 0, index.entries
+        while low < high:  # entries' positions ascend: the first one >= end_position
+            middle = (low + high) // 2
+            if index.entry_at(middle).position < end_position:
+                low = middle + 1
+            else:
+                high = middle
+        return index.entry_at(low).offset if low < index.entries else None
+
     def read_entry_bytes(self, header: EntryHeader) -> bytes:
         return os.pread(self.file.fileno(), header.size, header.position)
 
@@ -522,6 +542,11 @@ class LogSegment:
         self._rolling_based_timestamp = None
         return truncated
 
+    def update_txn_index(self, aborted: AbortedTxn) -> None:
+        """An abort marker appended to this segment completed `aborted` (Kafka's
+        updateTxnIndex: committed transactions need no entry)."""
+        self.txn_index.append(aborted)
+
     def append_index_only(self, header: EntryHeader) -> None:
         """Index an entry that is already in the file (recovery and rebuilds)."""
         self._index_appended(header.position, header.size, header.last_offset, header.max_timestamp)
@@ -533,6 +558,7 @@ class LogSegment:
             return 0
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self.size - header.position
         self.file.truncate(header.position)
         self.size = header.position
@@ -584,6 +610,7 @@ class LogSegment:
         os.fsync(self.file.fileno())
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         self.time_index.maybe_append(
@@ -593,11 +620,13 @@ class LogSegment:
             self.trim()
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self.file.close()
 
     def delete(self) -> None:
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         self.file.close()
         self.log_path.unlink(missing_ok=True)
 
