@@ -12,9 +12,24 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 
+class ProducerEntry(Protocol):
+    @property
+    def producer_epoch(self) -> int: ...
+
+    @property
+    def last_seq(self) -> int: ...
+
+
+class ProducerStates(Protocol):
+    def last_entry(self, producer_id: int) -> ProducerEntry | None: ...
+
+
 class PartitionLog(Protocol):
     @property
     def log_start_offset(self) -> int: ...
+
+    @property
+    def producer_state(self) -> ProducerStates: ...
 
     @property
     def log_end_offset(self) -> int: ...

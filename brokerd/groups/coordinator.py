@@ -651,6 +651,53 @@ class GroupCoordinator:
             self.heartbeats.schedule(group, group.get(member_id))
         return await self.manager.store_offsets(group, retention_ms, offsets)
 
+    # TxnOffsetCommit ------------------------------------------------------------------
+    async def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[TopicPartition, OffsetCommit],
+    ) -> dict[TopicPartition, int]:
+        """Kafka's handleTxnCommitOffsets: the member checks of a commit (a producer that is
+        no member commits with the unknown member id and generation -1), then the offsets
+        are written in the producer's transaction and held until its marker."""
+
+        def every(code: int) -> dict[TopicPartition, int]:
+            return dict.fromkeys(offsets, code)
+
+        error = self.check_group(group_id)
+        if error:
+            return every(error)
+        group = self.manager.get_group(group_id)
+        if group is None:
+            group = self.manager.add_group(Group(group_id, state_timestamp_ms=now_ms()))
+        if group.is_in(GroupState.DEAD):
+            return every(E.coordinator_not_available)
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return every(E.fenced_instance_id)
+        if member_id != UNKNOWN_MEMBER_ID and not group.has(member_id):
+            return every(E.unknown_member_id)
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return every(E.illegal_generation)
+        return await self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets)
+
+    def on_txn_completion(
+        self, producer_id: int, offsets_partitions: Iterable[int], commit: bool
+    ) -> None:
+        """The hook for the WriteTxnMarkers handler (Kafka's scheduleHandleTxnCompletion):
+        once a marker of `producer_id` is written on these `__consumer_offsets` partitions,
+        its transactional offset commits there become visible (COMMIT) or are dropped."""
+        self.manager.complete_txn(producer_id, offsets_partitions, commit)
+
+    def has_pending_txn_offsets(self, group_id: str, partition: TopicPartition) -> bool:
+        """A transaction's offset for the partition awaits its marker (OffsetFetch with
+        require_stable answers UNSTABLE_OFFSET_COMMIT then)."""
+        return self.manager.has_pending_txn_offsets(group_id, partition)
+
     # OffsetFetch ----------------------------------------------------------------------
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None

@@ -120,6 +120,9 @@ class Group:
     pending_sync: set[str] = field(default_factory=set)  # joined this generation, no SyncGroup yet
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
+    # TxnOffsetCommit: producer id -> offsets written in its open transaction, made
+    # visible (or dropped) by the transaction's marker on the group's partition.
+    pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
     new_member_added: bool = False
     initial_join: bool = False  # the join timer is the new group's initial delay
     join_timer: asyncio.TimerHandle | None = None

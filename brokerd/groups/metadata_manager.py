@@ -15,10 +15,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from brokerd.config import GroupCoordinatorConfig
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
-from brokerd.records.batch import SimpleRecord, build_batch
+from brokerd.records import control
+from brokerd.records.batch import CorruptRecordError, SimpleRecord, build_batch
 from brokerd.util.background import BackgroundTasks
 
 from . import offsets_topic
@@ -175,12 +177,23 @@ class GroupMetadataManager:
         records = await asyncio.to_thread(read_partition, leader.log)
         if partition not in self._loading:
             return  # lost while loading
-        # The last record of each key wins; None is a tombstone.
+        # The last record of each key wins; None is a tombstone. Offsets of a transaction
+        # (TxnOffsetCommit) count once its COMMIT marker is read; those of a transaction
+        # still open stay pending for the marker to come.
         offsets: dict[OffsetKey, OffsetValue | None] = {}
         groups: dict[str, GroupValue | None] = {}
-        for key, value in records:
-            if isinstance(key, OffsetKey):
-                offsets[key] = value if isinstance(value, OffsetValue) else None
+        pending: dict[int, dict[OffsetKey, OffsetValue]] = {}
+        for key, value, producer_id in records:
+            if isinstance(key, TxnMarker):
+                ended = pending.pop(key.producer_id, {})
+                if key.commit:
+                    offsets.update(ended)
+            elif isinstance(key, OffsetKey):
+                if producer_id is not None:
+                    if isinstance(value, OffsetValue):
+                        pending.setdefault(producer_id, {})[key] = value
+                else:
+                    offsets[key] = value if isinstance(value, OffsetValue) else None
             else:
                 groups[key.group] = value if isinstance(value, GroupValue) else None
         now = now_ms()
@@ -197,6 +210,14 @@ class GroupMetadataManager:
             if group is None:
                 group = self._groups[key.group] = Group(key.group, state_timestamp_ms=now)
             group.offsets[(key.topic, key.partition)] = offset
+        for producer_id, open_offsets in pending.items():
+            for key, offset in open_offsets.items():
+                group = self._groups.get(key.group)
+                if group is None:
+                    group = self._groups[key.group] = Group(key.group, state_timestamp_ms=now)
+                group.pending_txn_offsets.setdefault(producer_id, {})[
+                    (key.topic, key.partition)
+                ] = offset
         self._loading.discard(partition)
         self._owned.add(partition)
         loaded = sum(1 for g in self._groups if self.partition_for(g) == partition)
@@ -223,7 +244,11 @@ class GroupMetadataManager:
 
     # Writing to __consumer_offsets ----------------------------------------------------
     async def _append(
-        self, group_id: str, records: list[tuple[bytes, bytes | None]], group_write: bool = False
+        self,
+        group_id: str,
+        records: list[tuple[bytes, bytes | None]],
+        group_write: bool = False,
+        producer: tuple[int, int] | None = None,
     ) -> int:
         """Append records to the group's partition and wait until its ISR has them (acks=all,
         up to offsets.commit.timeout.ms): a commit acknowledged here survives a coordinator
@@ -235,7 +260,24 @@ class GroupMetadataManager:
         try:
             leader = replicas.leader(offsets_topic.TOPIC, partition)
             timestamp = now_ms()
-            batch = build_batch([SimpleRecord(value, key, (), timestamp) for key, value in records])
+            simple = [SimpleRecord(value, key, (), timestamp) for key, value in records]
+            if producer is None:
+                batch = build_batch(simple)
+            else:
+                # A transactional batch of the producer (TxnOffsetCommit), sequenced after
+                # its last batch on this partition, so the log's producer checks pass.
+                producer_id, epoch = producer
+                entry = leader.log.producer_state.last_entry(producer_id)
+                sequence = 0
+                if entry is not None and entry.producer_epoch == epoch:
+                    sequence = (entry.last_seq + 1) & 0x7FFFFFFF
+                batch = build_batch(
+                    simple,
+                    producer_id=producer_id,
+                    producer_epoch=epoch,
+                    base_sequence=sequence,
+                    is_transactional=True,
+                )
             info = replicas.append(leader, bytes(batch), acks=-1)
             code = await replicas.wait_for_replication(
                 leader, info.last_offset + 1, self.config.offsets_commit_timeout_ms / 1000
@@ -316,6 +358,61 @@ class GroupMetadataManager:
             for key in values:
                 results[key] = error
         return results
+
+    async def store_txn_offsets(
+        self,
+        group: Group,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: Mapping[TopicPartition, OffsetCommit],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: the commits are written in the producer's transaction and held
+        pending until its marker on this partition commits (or aborts) them."""
+        results: dict[TopicPartition, int] = {}
+        values: dict[TopicPartition, OffsetValue] = {}
+        timestamp = now_ms()
+        for (topic, partition), (offset, leader_epoch, metadata) in offsets.items():
+            metadata = metadata or ""
+            if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                results[(topic, partition)] = E.offset_metadata_too_large
+                continue
+            values[(topic, partition)] = OffsetValue(
+                offset, metadata, timestamp, leader_epoch if leader_epoch is not None else -1
+            )
+        if values:
+            error = await self._append(
+                group.group_id,
+                [
+                    (
+                        offsets_topic.offset_key(group.group_id, topic, partition),
+                        offsets_topic.offset_value(value),
+                    )
+                    for (topic, partition), value in values.items()
+                ],
+                producer=(producer_id, producer_epoch),
+            )
+            if not error and self.is_current(group):
+                group.pending_txn_offsets.setdefault(producer_id, {}).update(values)
+            for key in values:
+                results[key] = error
+        return results
+
+    def complete_txn(self, producer_id: int, partitions: Iterable[int], commit: bool) -> None:
+        """The producer's transaction marker was written on these `__consumer_offsets`
+        partitions: its pending offsets there become the groups' commits, or are dropped."""
+        partitions = set(partitions)
+        for group in list(self._groups.values()):
+            if self.partition_for(group.group_id) not in partitions:
+                continue
+            ended = group.pending_txn_offsets.pop(producer_id, None)
+            if ended and commit:
+                group.offsets.update(ended)
+
+    def has_pending_txn_offsets(self, group_id: str, partition: TopicPartition) -> bool:
+        group = self._groups.get(group_id)
+        return group is not None and any(
+            partition in offsets for offsets in group.pending_txn_offsets.values()
+        )
 
     def get_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
@@ -417,24 +514,46 @@ class GroupMetadataManager:
         return []
 
 
+@dataclass(frozen=True)
+class TxnMarker:
+    """A transaction marker read while loading: the producer's pending offsets end."""
+
+    producer_id: int
+    commit: bool
+
+
 def read_partition(
     partition_log: PartitionLog,
-) -> list[tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]]:
+) -> list[tuple[OffsetKey | GroupKey | TxnMarker, OffsetValue | GroupValue | None, int | None]]:
     """Every decodable record up to the log end, in log order (off the loop).
 
     To the LEO, not the HW, as Kafka loads: a new leader's HW trails the old leader's until
     its followers fetch again, yet everything in its log is kept (followers truncate to
     it), including commits the old leader acknowledged."""
-    out = []
+    out: list[
+        tuple[OffsetKey | GroupKey | TxnMarker, OffsetValue | GroupValue | None, int | None]
+    ] = []
     end = partition_log.log_end_offset
     for entry in partition_log.read_batches(partition_log.log_start_offset, end):
+        producer_id = entry.producer_id if getattr(entry, "is_transactional", False) else None
         if getattr(entry, "is_control", False):
+            for record in entry:
+                if record.offset >= end or producer_id is None:
+                    break
+                try:
+                    marker = control.decode_key(record.key)
+                except CorruptRecordError:
+                    continue
+                if marker.type in (control.ABORT, control.COMMIT):
+                    commit = marker.type == control.COMMIT
+                    out.append((TxnMarker(producer_id, commit), None, producer_id))
             continue
         for record in entry:
             if record.offset >= end:
                 break
             try:
-                out.append(offsets_topic.decode_record(record.key, record.value))
+                key, value = offsets_topic.decode_record(record.key, record.value)
+                out.append((key, value, producer_id))
             except offsets_topic.RecordFormatError as exc:
                 log.warning(
                     "skipping unreadable record at offset %d of %s: %s",
