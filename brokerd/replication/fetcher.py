@@ -5,6 +5,9 @@ the leader, with OffsetForLeaderEpoch, where its own latest epoch ends in the le
 history, and cuts its log there — never to its high watermark, which would lose records
 (seed 000 §3.3) or keep diverged ones (§3.4). Then it fetches from its LEO with its broker id
 as replica_id, appends what comes as a follower, and takes min(own LEO, leader HW) as HW.
+Each fetcher keeps one fetch session (KIP-227, `fetch_session.py`) with its leader, so once
+the session is open a fetch lists only the partitions whose fetch offset or epoch changed,
+and an idle follower's fetch none.
 
 Truncations and appends delete files and fsync (segments, the leader-epoch checkpoint), so
 they run on a worker thread, never on the event loop. Each fetcher does one such step at a
@@ -33,6 +36,8 @@ from brokerd.config import ReplicationConfig
 from brokerd.log.leader_epochs import UNDEFINED_EPOCH_OFFSET
 from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
+
+from .fetch_session import FetchSessionHandler, PartitionFetch
 
 if TYPE_CHECKING:
     from brokerd.client.connection import ClientSecurity
@@ -110,6 +115,7 @@ class ReplicaFetcher:
         # The worker-thread step writing each partition's log, while it runs.
         self._writing: dict[Key, asyncio.Future] = {}
         self._changed = asyncio.Event()
+        self.session = FetchSessionHandler()
         self._connection: BrokerConnection | None = None
         self._task: asyncio.Task | None = None
         self._stopping = False
@@ -286,19 +292,25 @@ class ReplicaFetcher:
         if not ready:
             await asyncio.sleep(0.05)
             return
+        max_bytes = settings.replica_fetch_max_bytes
+        wanted = {
+            key: PartitionFetch(state.partition.log.log_end_offset, state.leader_epoch, max_bytes)
+            for key, state in ready.items()
+        }
+        plan = self.session.build(wanted)
         topics: dict[str, list] = {}
-        offsets = {}
-        for key, state in ready.items():
-            offset = state.partition.log.log_end_offset
-            offsets[key] = offset
+        for key, fetch in plan.send.items():
             topics.setdefault(key[0], []).append(
                 fetch_request.FetchPartition(
                     partition=i32(key[1]),
-                    current_leader_epoch=i32(state.leader_epoch),
-                    fetch_offset=i64(offset),
-                    partition_max_bytes=i32(settings.replica_fetch_max_bytes),
+                    current_leader_epoch=i32(fetch.current_leader_epoch),
+                    fetch_offset=i64(fetch.fetch_offset),
+                    partition_max_bytes=i32(fetch.max_bytes),
                 )
             )
+        forgotten: dict[str, list] = {}
+        for topic, index in plan.forget:
+            forgotten.setdefault(topic, []).append(i32(index))
         request = fetch_request.FetchRequest(
             replica_id=BrokerId(self.local_id),
             max_wait=i32Timedelta.parse(
@@ -310,9 +322,28 @@ class ReplicaFetcher:
                 fetch_request.FetchTopic(topic=TopicName(t), partitions=tuple(ps))
                 for t, ps in topics.items()
             ),
-            forgotten_topics_data=(),
+            session_id=i32(plan.session_id),
+            session_epoch=i32(plan.epoch),
+            forgotten_topics_data=tuple(
+                fetch_request.ForgottenTopic(topic=TopicName(t), partitions=tuple(ps))
+                for t, ps in forgotten.items()
+            ),
         )
-        response = await connection.send(request, timeout=settings.replica_socket_timeout_ms / 1000)
+        try:
+            response = await connection.send(
+                request, timeout=settings.replica_socket_timeout_ms / 1000
+            )
+        except BaseException:
+            self.session.handle_error()
+            raise
+        if not self.session.handle_response(plan, response.error_code, response.session_id):
+            log.info(
+                "fetch session %d with broker %d: %s; starting a new one",
+                plan.session_id,
+                self.source_id,
+                ErrorCode(response.error_code).name,
+            )
+            return
         retry_at = loop.time() + settings.replica_fetch_backoff_ms / 1000
         appends: list[tuple[FetchState, int, Any]] = []
         restarts: list[tuple[FetchState, int]] = []
@@ -323,7 +354,7 @@ class ReplicaFetcher:
                 if asked is None or self.partitions.get(key) is not asked:
                     continue
                 if data.error_code == ErrorCode.none:
-                    appends.append((asked, offsets[key], data))
+                    appends.append((asked, wanted[key].fetch_offset, data))
                 elif data.error_code == ErrorCode.offset_out_of_range:
                     restart_at = self._out_of_range(asked, data)
                     if restart_at is not None:

@@ -69,14 +69,18 @@ class LeaderLog:
     async def send(self, request, timeout=None):
         log = self.partition.log
         if hasattr(request, "forgotten_topics_data"):
+            # A leader that keeps no fetch session (as with a cache of 0 slots): every
+            # fetch stays a full one, answered for the partitions it lists.
             return SimpleNamespace(
+                error_code=ErrorCode.none,
+                session_id=0,
                 responses=[
                     SimpleNamespace(
                         topic=t.topic,
                         partitions=[self._fetch(log, p) for p in t.partitions],
                     )
                     for t in request.topics
-                ]
+                ],
             )
         return SimpleNamespace(
             topics=[
