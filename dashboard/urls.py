@@ -7,15 +7,30 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from dashboard.core.login_throttle import ThrottledAuthenticationForm
-from dashboard.live import maintenance, messages, spark
+from dashboard.live import maintenance, messages, spark, topics
 from dashboard.live import views as live
 
 urlpatterns = [
     path("", live.overview, name="overview"),
     path("clusters/<str:cluster_id>/", live.overview, name="cluster-overview"),
-    path("clusters/<str:cluster_id>/topics/", live.topic_list, name="topic-list"),
-    path("clusters/<str:cluster_id>/topics/create", live.topic_create, name="topic-create"),
-    path("clusters/<str:cluster_id>/topics/<str:topic_name>/", live.topic, name="topic-page"),
+    path("clusters/<str:cluster_id>/topics/", topics.topic_list, name="topic-list"),
+    path("clusters/<str:cluster_id>/topics/create", topics.topic_create, name="topic-create"),
+    path("clusters/<str:cluster_id>/topics/<str:topic_name>/", topics.topic, name="topic-page"),
+    path(
+        "clusters/<str:cluster_id>/topics/<str:topic_name>/delete",
+        topics.topic_delete,
+        name="topic-delete",
+    ),
+    path(
+        "clusters/<str:cluster_id>/topics/<str:topic_name>/partitions",
+        topics.add_partitions,
+        name="topic-add-partitions",
+    ),
+    path(
+        "clusters/<str:cluster_id>/topics/<str:topic_name>/configs/",
+        topics.topic_configs,
+        name="topic-configs",
+    ),
     path(
         "clusters/<str:cluster_id>/topics/<str:topic_name>/messages/",
         messages.page,

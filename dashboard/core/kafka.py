@@ -20,7 +20,7 @@ from django.conf import settings
 from brokerd.client.admin import AdminClient
 from brokerd.client.cluster import Cluster as KafkaCluster
 from brokerd.client.consumer import PartitionData
-from brokerd.client.errors import KafkaResponseError
+from brokerd.client.errors import ErrorCode, KafkaResponseError
 from brokerd.client.metadata import ClusterMetadata
 from brokerd.client.producer import Producer
 from brokerd.client.results import AdminError, ConfigResource, NewTopic
@@ -63,9 +63,21 @@ class KafkaOps:
     async def delete_topic(self, name: str) -> None:
         await self.admin.delete_topics([name])
 
+    async def create_partitions(self, name: str, total: int) -> None:
+        """Grow the topic to `total` partitions (CreatePartitions; Kafka never shrinks)."""
+        await self.admin.create_partitions({name: total})
+
     # Configs ---------------------------------------------------------------------------
-    async def describe_topic_configs(self, name: str) -> list[dict[str, Any]]:
-        entries = await self.admin.describe_topic_configs(name)
+    async def describe_topic_configs(
+        self, name: str, documentation: bool = False
+    ) -> list[dict[str, Any]]:
+        """Every config of the topic with its source and synonyms (and, when asked, Kafka's
+        documentation line: DescribeConfigs include_documentation)."""
+        resource = ConfigResource.topic(name)
+        described = await self.admin.describe_configs(
+            [resource], include_synonyms=True, include_documentation=documentation
+        )
+        entries = described[resource]
         return [
             {
                 "name": c.name,
@@ -77,6 +89,7 @@ class KafkaOps:
                 "synonyms": [
                     {"name": s.name, "value": s.value, "source": s.source.name} for s in c.synonyms
                 ],
+                **({"documentation": c.documentation or ""} if documentation else {}),
             }
             for c in entries.values()
         ]
@@ -148,6 +161,55 @@ class KafkaOps:
             topic, value, key, headers=headers or (), partition=partition
         )
         return sent.offset
+
+
+# Kafka's descriptions (Errors.java) of the errors brokers often answer without a message.
+KAFKA_DESCRIPTIONS = {
+    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
+    ErrorCode.topic_already_exists: "Topic with this name already exists.",
+    ErrorCode.invalid_topic_exception: "The request attempted to perform an operation on an "
+    "invalid topic.",
+    ErrorCode.invalid_partitions: "Number of partitions is below 1.",
+    ErrorCode.invalid_replication_factor: "Replication factor is below 1 or larger than the "
+    "number of available brokers.",
+    ErrorCode.invalid_config: "Configuration is invalid.",
+    ErrorCode.policy_violation: "Request parameters do not satisfy the configured policy.",
+    ErrorCode.topic_deletion_disabled: "Topic deletion is disabled.",
+    ErrorCode.group_id_not_found: "The group id does not exist.",
+    ErrorCode.non_empty_group: "The group is not empty.",
+    ErrorCode.group_subscribed_to_topic: "The consumer group is actively subscribed to the topic.",
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+}
+
+
+def error_text(exc: BaseException, subject: bool = False) -> str:
+    """A client error in Kafka's words: the broker's message (or Kafka's description of the
+    error) and Kafka's error name, e.g. "retention.ms: invalid long value 'x'
+    (INVALID_CONFIG)", never the client's repr of the resource it was about. A batched admin
+    call's error (AdminError) says its first failed item's; `subject` names that item (the
+    topic, the partition) first."""
+    item = None
+    if isinstance(exc, AdminError) and exc.errors:
+        item, exc = next(iter(exc.errors.items()))
+    if not isinstance(exc, KafkaResponseError):
+        return str(exc)
+    message = exc.message or KAFKA_DESCRIPTIONS.get(exc.error_code)
+    text = f"{message} ({exc.name})" if message else exc.name
+    if subject:
+        named = _item_name(item) if item is not None else exc.context
+        if named:
+            text = f"{named}: {text}"
+    return text
+
+
+def _item_name(item: object) -> str:
+    if isinstance(item, ConfigResource):
+        return f"{item.type.name.lower()} {item.name}"
+    if isinstance(item, tuple) and len(item) == 2:
+        return f"{item[0]}-{item[1]}"
+    return str(item)
 
 
 async def latest_offsets(admin: AdminClient, partitions) -> dict[tuple[str, int], int]:

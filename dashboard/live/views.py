@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import datetime
 
-from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.db.models import Sum
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
 
 from brokerd.client.errors import KafkaClientError
-from dashboard.core import audit, groups, snapshots
+from dashboard.core import groups, snapshots
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import with_cluster
 from dashboard.core.models import Cluster, HistorySample
-from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
+from dashboard.core.roles import VIEW_PERMISSION
 
 from ..api.resources import TOPIC_NAME
 from . import platform_status
@@ -64,85 +62,6 @@ def overview(request, cluster_id: str | None = None):
             "error": error,
         },
     )
-
-
-@permission_required(VIEW_PERMISSION, raise_exception=True)
-def topic(request, cluster_id: str, topic_name: str):
-    cluster = _cluster(cluster_id)
-    if not TOPIC_NAME.match(topic_name):
-        raise Http404("no such topic")
-    admin = AdminApi(cluster)
-    partitions, error = [], None
-    try:
-        partitions = with_cluster(
-            cluster, lambda ops: snapshots.topic_partitions(ops, admin, topic_name)
-        )
-    except (KafkaClientError, AdminApiError) as exc:
-        error = str(exc)
-    return render(
-        request,
-        "live/topic.html",
-        {"cluster": cluster, "topic_name": topic_name, "partitions": partitions, "error": error},
-    )
-
-
-@permission_required(VIEW_PERMISSION, raise_exception=True)
-def topic_list(request, cluster_id: str):
-    """Topics a page at a time (names after `after`), with a form to create one."""
-    cluster = _cluster(cluster_id)
-    after, size = _page_args(request)
-    names, more, error = [], False, None
-    try:
-        metadata = with_cluster(cluster, lambda ops: ops.refresh())
-        rest = sorted(n for n in metadata.topics if n > after)
-        names, more = rest[:size], len(rest) > size
-        rows = [
-            {
-                "name": n,
-                "partitions": len(metadata.topics[n].partitions),
-                "internal": metadata.topics[n].is_internal,
-            }
-            for n in names
-        ]
-    except KafkaClientError as exc:
-        rows, error = [], f"cluster unreachable: {exc}"
-    return render(
-        request,
-        "live/topics.html",
-        {
-            "cluster": cluster,
-            "rows": rows,
-            "after": after,
-            "next_after": names[-1] if more else None,
-            "size": size,
-            "error": error,
-        },
-    )
-
-
-@require_POST
-@permission_required(OPERATE_PERMISSION, raise_exception=True)
-def topic_create(request, cluster_id: str):
-    cluster = _cluster(cluster_id)
-    name = request.POST.get("topic_name", "").strip()
-    try:
-        partitions = int(request.POST.get("partitions") or -1)
-    except ValueError:
-        partitions = 0
-    if not TOPIC_NAME.match(name) or name in (".", "..") or partitions == 0 or partitions > 10_000:
-        messages.error(request, "a topic name is letters, digits, '.', '_' or '-'; 1+ partitions")
-        return redirect("topic-list", cluster.name)
-    details = {"partitions": partitions}
-    try:
-        with_cluster(cluster, lambda ops: ops.create_topic(name, partitions))
-    except KafkaClientError as exc:
-        audit.record(request.user, "topic.create", name, cluster=cluster, details=details,
-                     succeeded=False, result=str(exc))  # fmt: skip
-        messages.error(request, f"could not create {name}: {exc}")
-        return redirect("topic-list", cluster.name)
-    audit.record(request.user, "topic.create", name, cluster=cluster, details=details,
-                 succeeded=True, result="ok")  # fmt: skip
-    return redirect("topic-page", cluster.name, name)
 
 
 @permission_required(VIEW_PERMISSION, raise_exception=True)
