@@ -232,6 +232,7 @@ class Log:
         leader_epoch: int,
         now_ms: int | None = None,
         defer_flush: bool = False,
+        transaction_version: int = 0,
     ) -> AppendInfo:
         """Write a COMMIT or ABORT marker for the producer's transaction as leader (the
         coordinator's WriteTxnMarkers; Kafka's appendAsLeader with the coordinator origin):
@@ -242,7 +243,9 @@ class Log:
         now = self.now_ms() if now_ms is None else now_ms
         with self._lock:
             self._check_open()
-            self.producer_state.check_end_txn_marker(producer_id, producer_epoch, coordinator_epoch)
+            self.producer_state.check_end_txn_marker(
+                producer_id, producer_epoch, coordinator_epoch, transaction_version
+            )
             first_offset = self._local.log_end_offset
             buf = build_end_txn_marker(
                 COMMIT if commit else ABORT,

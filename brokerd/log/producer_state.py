@@ -274,17 +274,31 @@ class ProducerStateManager:
         return None
 
     def check_end_txn_marker(
-        self, producer_id: int, producer_epoch: int, coordinator_epoch: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        transaction_version: int = 0,
     ) -> None:
         """Validate a marker the coordinator asks for (WriteTxnMarkers) before it is
-        appended: Kafka's appendEndTxnMarker checks for the coordinator origin (TV0/1)."""
+        appended: Kafka's appendEndTxnMarker checks for the coordinator origin. Under
+        transaction version 2 (KIP-890) the coordinator bumps the epoch for every marker, so
+        the marker's epoch must be above the producer's, but for a retry of a marker already
+        written (same epoch, no transaction open)."""
         entry = self._producers.get(producer_id)
         if entry is None:
             return
-        if producer_epoch < entry.producer_epoch:
+        current = entry.producer_epoch
+        if transaction_version >= 2:
+            retry = producer_epoch == current and entry.current_txn_first_offset is None
+            invalid = producer_epoch <= current and not retry
+        else:
+            invalid = producer_epoch < current
+        if invalid:
+            relation = "<=" if transaction_version >= 2 else "<"
             raise InvalidProducerEpochError(
                 f"marker for producer {producer_id} has epoch {producer_epoch}, which is "
-                f"smaller than the last seen epoch {entry.producer_epoch}"
+                f"{relation} the last seen epoch {current} (TV{transaction_version})"
             )
         if entry.coordinator_epoch > coordinator_epoch:
             raise TransactionCoordinatorFencedError(

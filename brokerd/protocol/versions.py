@@ -52,6 +52,7 @@ SUPPORTED: dict[int, VersionRange] = {
     21: VersionRange(0, 2),  # DeleteRecords
     22: VersionRange(0, 4),  # InitProducerId
     23: VersionRange(2, 4),  # OffsetForLeaderEpoch
+    27: VersionRange(1, 2),  # WriteTxnMarkers (coordinator to leaders; v2: KIP-890's version)
     32: VersionRange(1, 4),  # DescribeConfigs
     33: VersionRange(0, 2),  # AlterConfigs
     35: VersionRange(1, 4),  # DescribeLogDirs

@@ -439,6 +439,39 @@ class ReplicaManager:
             self._high_watermark_moved(partition)
         return info
 
+    def append_txn_marker(
+        self,
+        partition: Partition,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        transaction_version: int = 0,
+    ) -> AppendInfo:
+        """WriteTxnMarkers: a COMMIT or ABORT marker appended as leader with acks=all
+        (Kafka's appendRecords with requiredAcks -1 from the coordinator): refused under
+        min.insync.replicas; the caller flushes when due (`info.flush_needed`) and waits
+        with `wait_for_replication`."""
+        min_isr = partition.log.config.min_insync_replicas
+        if len(partition.isr) < min_isr:
+            raise KafkaError(
+                ErrorCode.not_enough_replicas,
+                f"ISR {partition.isr} is smaller than min.insync.replicas {min_isr}",
+            )
+        info = partition.log.append_end_txn_marker(
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            commit,
+            partition.leader_epoch,
+            defer_flush=True,
+            transaction_version=transaction_version,
+        )
+        self.purgatory.notify(partition.key)
+        if partition.maybe_increment_high_watermark():
+            self._high_watermark_moved(partition)
+        return info
+
     async def wait_for_replication(
         self, partition: Partition, required_offset: int, timeout: float
     ) -> ErrorCode:

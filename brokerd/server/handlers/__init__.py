@@ -19,6 +19,7 @@ from . import (
     scram_users,
     topics,
 )
+    txn_markers,
 
 HANDLERS = {
     **api_versions.HANDLERS,
@@ -37,3 +38,4 @@ HANDLERS = {
     **scram_users.HANDLERS,
     **topics.HANDLERS,
 }
+    **txn_markers.HANDLERS,

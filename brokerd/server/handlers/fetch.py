@@ -37,6 +37,8 @@ class PartitionResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     region: Any = None  # a file region (file, position, length) or None
+    # read_committed: (producer id, first offset) of the aborted transactions in the range.
+    aborted_transactions: list[tuple[int, int]] | None = None
 
     @property
     def size(self) -> int:
@@ -99,7 +101,7 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
     max_bytes = min(getattr(body, "max_bytes", 0x7FFFFFFF), ctx.config.server.fetch_max_bytes)
     isolation = getattr(body, "isolation_level", 0)
     while True:
-        results = _read_all(ctx, wanted, max_bytes, body.replica_id)
+        results = _read_all(ctx, wanted, max_bytes, body.replica_id, isolation)
         total = sum(r.size for r in results)
         has_error = any(r.error != ErrorCode.none for r in results)
         remaining = deadline - time.monotonic()
@@ -108,7 +110,7 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
         _release(results)  # not enough yet: read again after the wait
         await ctx.replicas.purgatory.wait(list(wanted), remaining)
         if ctx.replicas.purgatory.closed:
-            results = _read_all(ctx, wanted, max_bytes, body.replica_id)
+            results = _read_all(ctx, wanted, max_bytes, body.replica_id, isolation)
             break
 
     if incremental:
@@ -138,11 +140,13 @@ def _changed(state: SessionPartition, result: PartitionResult) -> bool:
 
 
 def _read_all(
-    ctx: HandlerContext, wanted, max_bytes: int, replica_id: int
+    ctx: HandlerContext, wanted, max_bytes: int, replica_id: int, isolation: int = 0
 ) -> list[PartitionResult]:
-    """Consumers read below the HW; followers (replica_id >= 0) up to the LEO, and their
-    fetch offset tells the leader their LEO."""
+    """Consumers read below the HW (read_committed: below the last stable offset, told of
+    the aborted transactions in what they get); followers (replica_id >= 0) up to the LEO,
+    and their fetch offset tells the leader their LEO."""
     from_replica = replica_id >= 0
+    read_committed = isolation == READ_COMMITTED and not from_replica
     results: list[PartitionResult] = []
     remaining = max_bytes
     for (topic, partition), state in wanted.items():
@@ -160,7 +164,8 @@ def _read_all(
             partition_log = leader.log
             high_watermark = partition_log.high_watermark
             result.high_watermark = high_watermark
-            result.last_stable_offset = high_watermark
+            last_stable_offset = partition_log.last_stable_offset
+            result.last_stable_offset = last_stable_offset
             result.log_start_offset = partition_log.log_start_offset
             limit = min(state.max_bytes, remaining)
             # KIP-74: the first partition with data may exceed the limits by one batch.
@@ -169,13 +174,22 @@ def _read_all(
                 data = partition_log.read(
                     state.fetch_offset,
                     max(limit, 0),
-                    max_offset=None if from_replica else high_watermark,
+                    max_offset=None
+                    if from_replica
+                    else last_stable_offset
+                    if read_committed
+                    else high_watermark,
                     min_one_message=first_data,
                     owned=True,  # its own descriptor: sent later, maybe after a delete
                 )
                 if data.region is not None and data.region.length > 0:
                     result.region = data.region
                     remaining -= data.region.length
+                    if read_committed:
+                        result.aborted_transactions = [
+                            (txn.producer_id, txn.first_offset)
+                            for txn in partition_log.aborted_transactions_for_read(data)
+                        ]
         except Exception as exc:  # noqa: BLE001 - the error belongs to this partition
             result = PartitionResult(topic, partition, error_code_of(exc))
             if leader is not None and result.error == ErrorCode.offset_out_of_range:
@@ -240,9 +254,14 @@ def _encode(
             out += _I64.pack(r.high_watermark) + _I64.pack(r.last_stable_offset)
             if version >= 5:
                 out += _I64.pack(r.log_start_offset)
-            # aborted_transactions: none without transactions; null for read_uncommitted.
+            # aborted_transactions: null for read_uncommitted.
             if isolation == READ_COMMITTED:
-                out += _array_length(0, flexible)
+                aborted = r.aborted_transactions or ()
+                out += _array_length(len(aborted), flexible)
+                for producer_id, first_offset in aborted:
+                    out += _I64.pack(producer_id) + _I64.pack(first_offset)
+                    if flexible:
+                        out += b"\x00"  # aborted transaction tagged fields
             else:
                 out += b"\x00" if flexible else _I32.pack(-1)
             if version >= 11:

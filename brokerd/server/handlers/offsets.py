@@ -17,6 +17,7 @@ LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4  # tiered storage (v8+): every segment is local here
+READ_COMMITTED = 1  # isolation_level (v2+)
 
 
 def _check_epoch(leader, current_leader_epoch: int) -> None:
@@ -28,12 +29,20 @@ def _check_epoch(leader, current_leader_epoch: int) -> None:
         raise KafkaError(ErrorCode.unknown_leader_epoch)
 
 
-def _list_offset(ctx: HandlerContext, topic: str, requested, from_replica: bool) -> dict:
+def _list_offset(
+    ctx: HandlerContext, topic: str, requested, from_replica: bool, isolation: int = 0
+) -> dict:
     leader = ctx.replicas.leader(topic, requested.partition_index)
     _check_epoch(leader, getattr(requested, "current_leader_epoch", -1))
     partition_log = leader.log
-    # Clients see offsets up to the high watermark only; replicas up to the log end.
-    fetchable = partition_log.log_end_offset if from_replica else partition_log.high_watermark
+    # Clients see offsets up to the high watermark only (read_committed: the last stable
+    # offset); replicas up to the log end.
+    if from_replica:
+        fetchable = partition_log.log_end_offset
+    elif isolation == READ_COMMITTED:
+        fetchable = partition_log.last_stable_offset
+    else:
+        fetchable = partition_log.high_watermark
     timestamp = requested.timestamp
     if timestamp == LATEST:
         epoch = partition_log.latest_epoch
@@ -64,12 +73,13 @@ async def handle_list_offsets(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     from_replica = body.replica_id >= 0
+    isolation = getattr(body, "isolation_level", 0)
     topics = []
     for topic in body.topics:
         partitions = []
         for requested in topic.partitions:
             try:
-                fields = _list_offset(ctx, topic.name, requested, from_replica)
+                fields = _list_offset(ctx, topic.name, requested, from_replica, isolation)
                 error = ErrorCode.none
             except Exception as exc:  # noqa: BLE001 - per-partition answer
                 error = error_code_of(exc)
