@@ -18,8 +18,8 @@ from . import (
     sasl,
     scram_users,
     topics,
-)
     txn_markers,
+)
 
 HANDLERS = {
     **api_versions.HANDLERS,
@@ -37,5 +37,5 @@ HANDLERS = {
     **sasl.HANDLERS,
     **scram_users.HANDLERS,
     **topics.HANDLERS,
-}
     **txn_markers.HANDLERS,
+}
