@@ -139,9 +139,8 @@ def _complete_offset_commits(ctx: HandlerContext, marker: _Marker, commit: bool)
         for o in marker.outcomes
         if o.topic == GROUP_METADATA_TOPIC and o.error == ErrorCode.none
     ]
-    complete = getattr(ctx.groups, "on_txn_completion", None)
-    if partitions and complete is not None:
-        complete(marker.producer_id, partitions, commit)
+    if partitions:
+        ctx.groups.on_txn_completion(marker.producer_id, partitions, commit)
 
 
 def _response(module, markers: list[_Marker]):
