@@ -5,7 +5,7 @@ setup:
 	platform/setup
 
 run: setup
-	.venv/bin/python platform/launch.py
+	.venv/bin/python platform/launch.py $(if $(SECURE),--secure)
 
 test: setup
 	.venv/bin/python -m pytest $(PYTEST_ARGS)

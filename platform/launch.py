@@ -2,7 +2,13 @@
 (daphne; the database migrated, the first admin user created, the brokers registered) and a
 Celery worker and beat, for `make run`.
 
-Everything keeps its state under var/ at the repository root. The processes are supervised
+With --secure (`make run SECURE=1`) the Kafka ports speak SASL_SSL: a local CA and the
+brokers' certificates are made under var/pki/, SCRAM-SHA-512 users `admin` (for clients and
+the dashboard) and `broker` (between brokers) are created in ZooKeeper before the brokers
+start, and the admin's client settings are written to var/secrets/kafka-client.properties
+(its password printed once, when it is made).
+
+Everything keeps its state under var/ at the repository root (DASHBOARD_VAR_DIR elsewhere). The processes are supervised
 (brokerd/util/supervisor.py): one that dies is started again with a backoff while the others
 keep running, each exit and restart is logged here, and their states are written to
 var/platform-status.json for the dashboard's overview. Ctrl-C or SIGTERM stops them all, in
@@ -20,13 +26,16 @@ import signal
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VAR = ROOT / "var"
+# The same directory the dashboard's settings use (DASHBOARD_VAR_DIR, default var/).
+VAR = Path(os.environ.get("DASHBOARD_VAR_DIR") or ROOT / "var")
 sys.path.insert(0, str(ROOT))  # run as a script: the project's packages are one level up
 
 from brokerd.tools import zookeeper  # noqa: E402
+from brokerd.tools.local_ca import issue, make_ca  # noqa: E402
 from brokerd.util.supervisor import Program, StartFailed, StopRequested, Supervisor  # noqa: E402
 
 CLUSTER = "local"  # the name the dashboard knows the local brokers by
@@ -94,27 +103,127 @@ def admin_token() -> str:
     return ADMIN_TOKEN.read_text().strip()
 
 
+PKI = VAR / "pki"
+CLIENT_PROPERTIES = VAR / "secrets" / "kafka-client.properties"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+MECHANISM = "SCRAM-SHA-512"
+
+
+def private_file(path: Path, text: str) -> None:
+    """Write `text` readable by this user only (passwords, keys, server.properties)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
+def kafka_password(user: str) -> tuple[str, bool]:
+    """The local SCRAM user's password, made once: (password, made now)."""
+    path = VAR / "secrets" / f"kafka-{user}.password"
+    if path.exists():
+        return path.read_text().strip(), False
+    password = secrets.token_urlsafe(24)  # [A-Za-z0-9_-]: safe inside kafka-configs' [...]
+    private_file(path, password)
+    return password, True
+
+
+def local_pki() -> tuple[Path, Path]:
+    """(CA certificate, the brokers' PEM key store), made once under var/pki/."""
+    ca_cert, keystore = PKI / "local-ca.pem", PKI / "broker.keystore.pem"
+    if not (ca_cert.exists() and keystore.exists()):
+        PKI.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ca = make_ca(PKI, "local-ca", "brokerd local", days=3650)
+        issue(PKI, "broker", "/O=brokerd local/CN=localhost", ca, 825, "DNS:localhost,IP:127.0.0.1")
+    return ca_cert, keystore
+
+
+def create_scram_users(zk_port: int, users: dict[str, str]) -> None:
+    """As kafka-configs.sh --zookeeper: before any broker runs, so the first one can log in."""
+    for user, password in users.items():
+        command = [sys.executable, "-m", "brokerd", "configs"]
+        command += ["--zookeeper", f"127.0.0.1:{zk_port}/brokerd", "--alter"]
+        command += ["--add-config", f"{MECHANISM}=[password={password}]"]
+        command += ["--entity-type", "users", "--entity-name", user]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"launch: creating the SCRAM user {user} failed:\n{done.stderr}")
+
+
+def jaas(user: str, password: str) -> str:
+    return f'{SCRAM_MODULE} required username="{user}" password="{password}";'
+
+
+@dataclass(frozen=True)
+class Security:
+    """How the local Kafka ports are secured: PLAINTEXT, or SASL_SSL with SCRAM."""
+
+    protocol: str = "PLAINTEXT"
+    broker_password: str = ""
+    ca_cert: Path | None = None
+    keystore: Path | None = None
+
+    def broker_properties(self) -> str:
+        if self.protocol == "PLAINTEXT":
+            return "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT\n"
+        return (
+            "listener.security.protocol.map=SASL_SSL:SASL_SSL,INTERNAL:SASL_SSL\n"
+            f"sasl.enabled.mechanisms={MECHANISM}\n"
+            f"sasl.mechanism.inter.broker.protocol={MECHANISM}\n"
+            f"listener.name.internal.{MECHANISM.lower()}.sasl.jaas.config="
+            f"{jaas('broker', self.broker_password)}\n"
+            "ssl.keystore.type=PEM\n"
+            f"ssl.keystore.location={self.keystore}\n"
+            "ssl.truststore.type=PEM\n"
+            f"ssl.truststore.location={self.ca_cert}\n"
+        )
+
+
+def secure_cluster(zk_port: int) -> Security:
+    """The CA, the SCRAM users and the admin's client properties of a SASL_SSL cluster."""
+    ca_cert, keystore = local_pki()
+    admin_password, made = kafka_password("admin")
+    broker_password, _ = kafka_password("broker")
+    create_scram_users(zk_port, {"admin": admin_password, "broker": broker_password})
+    private_file(
+        CLIENT_PROPERTIES,
+        "security.protocol=SASL_SSL\n"
+        f"sasl.mechanism={MECHANISM}\n"
+        f"sasl.jaas.config={jaas('admin', admin_password)}\n"
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={ca_cert}\n",
+    )
+    if made:
+        print(f"kafka: SCRAM user admin, password {admin_password} (shown once)", flush=True)
+    return Security("SASL_SSL", broker_password, ca_cert, keystore)
+
+
 def start_broker(
-    supervisor: Supervisor, broker_id: int, port: int, zk_port: int, replication: int
+    supervisor: Supervisor,
+    broker_id: int,
+    port: int,
+    zk_port: int,
+    replication: int,
+    security: Security,
 ) -> None:
     home = VAR / f"broker-{broker_id}"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "server.properties"
-    config.write_text(
+    private_file(
+        config,
         f"broker.id={broker_id}\n"
-        # Clients on PLAINTEXT; brokers reach each other on INTERNAL (a loopback port the
-        # OS picks, published in the registration), the only listener that takes
-        # inter-broker requests (LeaderAndIsr, StopReplica, follower fetches, ...).
-        f"listeners=PLAINTEXT://127.0.0.1:{port},INTERNAL://127.0.0.1:0\n"
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT\n"
-        "inter.broker.listener.name=INTERNAL\n"
+        # Clients on PLAINTEXT (or SASL_SSL); brokers reach each other on INTERNAL (a
+        # loopback port the OS picks, published in the registration), the only listener
+        # that takes inter-broker requests (LeaderAndIsr, StopReplica, follower fetches).
+        f"listeners={security.protocol}://127.0.0.1:{port},INTERNAL://127.0.0.1:0\n"
+        + security.broker_properties()
+        + "inter.broker.listener.name=INTERNAL\n"
         f"log.dirs={home / 'logs'}\n"
         f"zookeeper.connect=127.0.0.1:{zk_port}/brokerd\n"
         "num.partitions=3\n"
         f"default.replication.factor={replication}\n"
         f"offsets.topic.replication.factor={replication}\n"
         f"min.insync.replicas={min(2, replication)}\n"
-        f"admin.token={admin_token()}\n"
+        f"admin.token={admin_token()}\n",
     )
     command = [sys.executable, "-m", "brokerd", "serve", "--config", str(config)]
     supervisor.start(program(f"broker-{broker_id}", command, port))
@@ -128,7 +237,9 @@ def dashboard_env(redis_port: int) -> dict[str, str]:
     }
 
 
-def prepare_dashboard(env: dict[str, str], broker_ports: list[int], zk_port: int) -> None:
+def prepare_dashboard(
+    env: dict[str, str], broker_ports: list[int], zk_port: int, security: Security
+) -> None:
     """Migrate, create (and print) the first admin user, register the local cluster."""
     token = ADMIN_TOKEN
     for args in (
@@ -140,6 +251,11 @@ def prepare_dashboard(env: dict[str, str], broker_ports: list[int], zk_port: int
             "--bootstrap-servers=" + ",".join(f"127.0.0.1:{p}" for p in broker_ports),
             f"--zookeeper-connect=127.0.0.1:{zk_port}/brokerd",
             f"--admin-token-ref=file:{token}",
+            *(
+                [f"--command-config={CLIENT_PROPERTIES}"]
+                if security.protocol != "PLAINTEXT"
+                else []
+            ),
         ],
     ):
         result = subprocess.run(
@@ -179,6 +295,11 @@ def main() -> int:
     parser.add_argument("--broker-port", type=int, default=9092, help="first broker's port")
     parser.add_argument("--brokers", type=int, default=3, help="how many brokers (ports follow)")
     parser.add_argument("--web-port", type=int, default=8000)
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="SASL_SSL (SCRAM-SHA-512) on the Kafka ports, with a local CA",
+    )
     args = parser.parse_args()
     broker_ports = [args.broker_port + i for i in range(max(args.brokers, 1))]
     for name, port in (
@@ -202,11 +323,12 @@ def main() -> int:
     try:
         start_zookeeper(supervisor, args.zookeeper_port)
         start_redis(supervisor, args.redis_port)
+        security = secure_cluster(args.zookeeper_port) if args.secure else Security()
         replication = min(3, len(broker_ports))
         for broker_id, port in enumerate(broker_ports, start=1):
-            start_broker(supervisor, broker_id, port, args.zookeeper_port, replication)
+            start_broker(supervisor, broker_id, port, args.zookeeper_port, replication, security)
         env = dashboard_env(args.redis_port)
-        prepare_dashboard(env, broker_ports, args.zookeeper_port)
+        prepare_dashboard(env, broker_ports, args.zookeeper_port, security)
         start_dashboard(supervisor, args.web_port, env)
         start_celery(supervisor, env)
         print(
@@ -217,7 +339,12 @@ def main() -> int:
                 f"  broker {i}   127.0.0.1:{port}\n" for i, port in enumerate(broker_ports, 1)
             )
             + f"  bootstrap.servers={','.join(f'127.0.0.1:{p}' for p in broker_ports)}\n"
-            f"  dashboard  http://127.0.0.1:{args.web_port}/  (API docs at /api/docs/)\n"
+            + (
+                f"  client settings ({security.protocol}): {CLIENT_PROPERTIES}\n"
+                if security.protocol != "PLAINTEXT"
+                else ""
+            )
+            + f"  dashboard  http://127.0.0.1:{args.web_port}/  (API docs at /api/docs/)\n"
             "  celery     worker and beat (maintenance schedules, lag history)\n"
             "A process that dies is started again; Ctrl-C stops everything.",
             flush=True,

@@ -1,4 +1,4 @@
-"""A throwaway certificate authority for TLS tests, made with Debian's `openssl` CLI.
+"""A throwaway certificate authority for TLS tests (brokerd/tools/local_ca.py, Debian's `openssl`).
 
 `make_pki(dir)` writes a CA, a server certificate for 127.0.0.1/localhost (what the brokers
 present, and their client certificate between themselves), two client certificates and a
@@ -8,16 +8,10 @@ certificate from an unrelated CA, all as PEM files, and returns their paths. Key
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Identity:
-    cert: Path
-    key: Path
-    keystore: Path  # key then certificate chain in one file: ssl.keystore.type=PEM
+from brokerd.tools.local_ca import Identity, issue, make_ca, openssl
 
 
 @dataclass(frozen=True)
@@ -31,38 +25,14 @@ class Pki:
     key_password: str = "changeit"
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
 def _ca(directory: Path, name: str) -> tuple[Path, Path]:
-    key, cert = directory / f"{name}.key", directory / f"{name}.pem"
-    _openssl(
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        "-subj", f"/O=brokerd tests/CN={name}", "-keyout", str(key), "-out", str(cert),
-        cwd=directory,
-    )  # fmt: skip
-    return key, cert
+    return make_ca(directory, name, "brokerd tests", days=2)
 
 
 def _issue(
     directory: Path, name: str, subject: str, ca: tuple[Path, Path], san: str | None = None
 ) -> Identity:
-    key, csr, cert = (directory / f"{name}{ext}" for ext in (".key", ".csr", ".pem"))
-    _openssl(
-        "req", "-newkey", "rsa:2048", "-nodes", "-subj", subject,
-        "-keyout", str(key), "-out", str(csr), cwd=directory,
-    )  # fmt: skip
-    extensions = directory / f"{name}.ext"
-    extensions.write_text(f"subjectAltName={san}\n" if san else "basicConstraints=CA:FALSE\n")
-    _openssl(
-        "x509", "-req", "-in", str(csr), "-CA", str(ca[1]), "-CAkey", str(ca[0]),
-        "-CAcreateserial", "-days", "2", "-out", str(cert), "-extfile", str(extensions),
-        cwd=directory,
-    )  # fmt: skip
-    keystore = directory / f"{name}.keystore.pem"
-    keystore.write_text(key.read_text() + cert.read_text() + ca[1].read_text())
-    return Identity(cert, key, keystore)
+    return issue(directory, name, subject, ca, days=2, san=san)
 
 
 def make_pki(directory: Path) -> Pki:
@@ -80,7 +50,7 @@ def make_pki(directory: Path) -> Pki:
     other = _issue(directory, "other", "/O=brokerd tests/OU=ops/CN=bob", ca)
     stranger = _issue(directory, "stranger", "/O=elsewhere/CN=mallory", stranger_ca)
     encrypted = directory / "server.encrypted.key"
-    _openssl(
+    openssl(
         "pkey", "-in", str(server.key), "-aes256", "-passout", "pass:changeit",
         "-out", str(encrypted), cwd=directory,
     )  # fmt: skip
