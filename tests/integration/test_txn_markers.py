@@ -36,7 +36,9 @@ def init_producer_id(client) -> int:
     return response.producer_id
 
 
-def txn_produce(client, topic, pid, sequence, *values, epoch=0, transactional=True):
+def txn_produce(
+    client, topic, pid, sequence, *values, epoch=0, transactional=True, transactional_id=""
+):
     records = build_batch(
         [SimpleRecord(v, b"k") for v in values],
         producer_id=pid,
@@ -48,7 +50,9 @@ def txn_produce(client, topic, pid, sequence, *values, epoch=0, transactional=Tr
     body = request(
         0,
         9,
-        transactional_id=f"txn-{pid}" if transactional else None,
+        transactional_id=(f"txn-{pid}" if transactional else None)
+        if transactional_id == ""
+        else transactional_id,
         acks=-1,
         timeout=SECOND * 10,
         topic_data=(nested(0, 9, "TopicProduceData", name=topic, partition_data=(data,)),),
@@ -176,6 +180,9 @@ def test_markers_lso_and_read_committed_consumers(broker, topic_name):
     create(broker, topic_name)
     with WireClient(broker.bootstrap) as client, WireClient(broker.internal_bootstrap) as peer:
         committer, aborter = init_producer_id(client), init_producer_id(client)
+        # Transactional records need the request's transactional id, as in Kafka.
+        anonymous = txn_produce(client, topic_name, committer, 0, b"c1", transactional_id=None)
+        assert anonymous == (ErrorCode.transactional_id_authorization_failed, -1)
         assert txn_produce(client, topic_name, committer, 0, b"c1", b"c2") == (0, 0)
         assert txn_produce(client, topic_name, aborter, 0, b"a1") == (0, 2)
         assert txn_produce(client, topic_name, committer, 2, b"c3") == (0, 3)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VALID_ACKS = (-1, 0, 1)
+TRANSACTIONAL = 0x10  # v2 batch attributes bit 4
 ZSTD_MIN_VERSION = 7
 ZSTD = 4
 
@@ -68,6 +69,10 @@ async def handle_produce(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     acks = body.acks
+    if getattr(body, "transactional_id", None) is None and _has_transactional_batch(body):
+        # Kafka: transactional records need the request's transactional id (and WRITE on
+        # it); without one the whole request is refused.
+        return _refuse_all(module, body, ErrorCode.transactional_id_authorization_failed)
     # Every append happens before the first await (see _append); fsyncs come after.
     appended: list[tuple[str, list[dict]]] = []
     to_flush: list[tuple[dict, Log, int]] = []
@@ -118,6 +123,43 @@ async def _wait_for_replication(ctx: HandlerContext, pending, timeout: float) ->
         if code != ErrorCode.none and fields["error_code"] == ErrorCode.none:
             fields.update(error_code=code, base_offset=-1, log_start_offset=-1)
             fields["error_message"] = f"acks=all: {ErrorCode(code).name}"
+
+
+def _has_transactional_batch(body) -> bool:
+    """Whether any partition's first v2 batch has the transactional bit (a produce request
+    of v3+ holds one batch per partition; v0/v1 message sets cannot be transactional)."""
+    for topic_data in body.topic_data:
+        for partition_data in topic_data.partition_data:
+            records = partition_data.records
+            if records and len(records) > 22 and records[16] == 2 and records[22] & TRANSACTIONAL:
+                return True
+    return False
+
+
+def _refuse_all(module, body, code: ErrorCode):
+    """Every partition of the request answered `code` (Kafka's error response)."""
+    if body.acks == 0:
+        return None
+    fields = {
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "record_errors": (),
+        "error_message": None,
+    }
+    topics = tuple(
+        build(
+            module.TopicProduceResponse,
+            name=topic_data.name,
+            partition_responses=tuple(
+                build(module.PartitionProduceResponse, index=p.index, **fields)
+                for p in topic_data.partition_data
+            ),
+        )
+        for topic_data in body.topic_data
+    )
+    return build(module.ProduceResponse, responses=topics, throttle_time=NO_THROTTLE)
 
 
 def _flush(to_flush: list[tuple[dict, Log, int]]) -> None:

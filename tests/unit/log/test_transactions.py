@@ -292,3 +292,34 @@ def test_batches_carry_the_transactional_bit_into_the_log(tmp_path):
     log.append_as_leader(txn_batch(P1, 0), 0)
     (entry,) = list(log.read_batches(0))
     assert isinstance(entry, RecordBatch) and entry.is_transactional and not entry.is_control
+
+
+def test_dump_log_prints_markers_and_txn_index_entries(tmp_path):
+    import argparse
+    import io
+
+    from brokerd.tools import dump_log
+
+    log = open_log(tmp_path / "t-0")
+    log.append_as_leader(txn_batch(P1, 0), 0)  # 0-1
+    log.append_as_leader(txn_batch(P2, 0), 0)  # 2-3
+    log.append_end_txn_marker(P1, 0, 3, commit=False, leader_epoch=0)  # 4
+    log.append_end_txn_marker(P2, 0, 3, commit=True, leader_epoch=0)  # 5
+    log.close()
+    parser = argparse.ArgumentParser()
+    dump_log.add_arguments(parser)
+    segment = tmp_path / "t-0" / "00000000000000000000"
+    out, err = io.StringIO(), io.StringIO()
+    args = parser.parse_args(
+        ["--files", f"{segment}.txnindex", f"{segment}.log", "--print-data-log"]
+    )
+    assert dump_log.run(args, stdout=out, stderr=err) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[1] == (
+        f"version: 0 producerId: {P1} firstOffset: 0 lastOffset: 4 lastStableOffset: 2"
+    )
+    markers = [line for line in lines if "endTxnMarker" in line]
+    assert [m.split("headerKeys: [] ")[1] for m in markers] == [
+        "endTxnMarker: ABORT coordinatorEpoch: 3",
+        "endTxnMarker: COMMIT coordinatorEpoch: 3",
+    ]
