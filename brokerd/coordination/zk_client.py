@@ -19,6 +19,7 @@ from kazoo.exceptions import (
     ConnectionLoss,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     OperationTimeoutError,
     SessionExpiredError,
 )
@@ -71,6 +72,7 @@ class ZkClient:
         self._kazoo.add_listener(self._on_state)
         self._closing = False
         self.reads = 0  # znode reads (get, children, exists) sent, for the metrics
+        self.batches = 0  # pipelined batches waited for (one round trip each)
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -358,6 +360,233 @@ class ZkClient:
         for result in results:
             if isinstance(result, Exception):
                 raise result
+
+    async def create_sequential_raw(self, path_prefix: str, data: bytes) -> str:
+        """A persistent sequential node `<prefix><10 digits>` (parents too): a change
+        notification. Sent again after a lost reply (a duplicate notification is harmless)."""
+        return await self._call(
+            lambda: self._kazoo.create(path_prefix, data, sequence=True, makepath=True)
+        )
+
+    async def creation_time_ms(self, path: str) -> int | None:
+        """When the node was created (its ctime, ms since the epoch); None if absent."""
+        self.reads += 1
+        stat = await self._call(self._kazoo.exists, path)
+        return stat.ctime if stat is not None else None
+
+    async def delete_at_version(self, path: str, version: int) -> None:
+        """Delete `path` only at `version`: BadVersionError when it changed, NoNodeError
+        when it is gone."""
+        await self._call(
+            self._kazoo.delete,
+            path,
+            version,
+            landed=lambda: True if self._kazoo.exists(path) is None else None,
+        )
+
+    # Pipelined batches (Kafka's KafkaZkClient.retryRequestsUntilConnected over async calls)
+    # The requests of one batch are all sent before any answer is awaited: ZooKeeper
+    # answers a session's requests in order, so a batch costs one round trip however many
+    # znodes it names, where a call per znode would cost one each, in series. Each request
+    # stays small (one znode, or a fenced multi of two operations: far below jute.maxbuffer);
+    # at most PIPELINE_WINDOW are outstanding at once. A request that met a dropped
+    # connection is sent again once connected: reads and creates whose NodeExistsError the
+    # caller accepts are idempotent, and a conditional write that did land answers the
+    # resend with BadVersionError, which its caller handles as any concurrent change.
+    async def _pipeline(self, requests: Sequence[Callable[[KazooClient], Any]]) -> list[Any]:
+        """Each `request(kazoo)` issues one *_async call; the answers (or the exceptions
+        raised for them) in order."""
+        results: list[Any] = [None] * len(requests)
+        todo = list(range(len(requests)))
+        while todo:
+
+            def send_all(indexes: list[int] = todo) -> None:
+                for start in range(0, len(indexes), PIPELINE_WINDOW):
+                    window = indexes[start : start + PIPELINE_WINDOW]
+                    sent = [(i, requests[i](self._kazoo)) for i in window]
+                    for i, answer in sent:
+                        try:
+                            results[i] = answer.get()
+                        except Exception as exc:  # noqa: BLE001 - the caller's to judge
+                            results[i] = exc
+
+            self.batches += 1
+            await asyncio.to_thread(send_all)
+            todo = [i for i in todo if isinstance(results[i], _BATCH_CONNECTION_DOWN)]
+            if todo:
+                if self._kazoo.state == KazooState.LOST:
+                    raise results[todo[0]]
+                log.info("ZooKeeper connection down during a batch; resending %d", len(todo))
+                while not self._kazoo.connected:
+                    if self._kazoo.state == KazooState.LOST:
+                        raise results[todo[0]]
+                    await asyncio.sleep(0.05)
+        return results
+
+    async def get_many(
+        self, paths: Sequence[str], watch: Callable[[str], Callable | None] | None = None
+    ) -> list[tuple[bytes, int] | None]:
+        """get() of every path in one batch; `watch(path)` gives each its watcher (or None).
+        None for a missing znode."""
+        self.reads += len(paths)
+
+        def request(path: str) -> Callable[[KazooClient], Any]:
+            watcher = watch(path) if watch is not None else None
+            relay = self._to_loop(watcher) if watcher is not None else None
+            return lambda kazoo: kazoo.get_async(path, relay)
+
+        found = await self._pipeline([request(p) for p in paths])
+        out: list[tuple[bytes, int] | None] = []
+        for result in found:
+            if isinstance(result, NoNodeError):
+                out.append(None)
+            elif isinstance(result, Exception):
+                raise result
+            else:
+                out.append((result[0], result[1].version))
+        return out
+
+    async def get_json_many(
+        self, paths: Sequence[str], watch: Callable[[str], Callable | None] | None = None
+    ) -> list[tuple[Any, int] | None]:
+        return [
+            None if found is None else (zk_data.decode(found[0]), found[1])
+            for found in await self.get_many(paths, watch)
+        ]
+
+    async def exists_many(
+        self, paths: Sequence[str], watch: Callable[[str], Callable | None] | None = None
+    ) -> list[Any]:
+        """The ZnodeStat (or None) of every path in one batch; `watch(path)` as get_many."""
+        self.reads += len(paths)
+
+        def request(path: str) -> Callable[[KazooClient], Any]:
+            watcher = watch(path) if watch is not None else None
+            relay = self._to_loop(watcher) if watcher is not None else None
+            return lambda kazoo: kazoo.exists_async(path, relay)
+
+        found = await self._pipeline([request(p) for p in paths])
+        for result in found:
+            if isinstance(result, Exception):
+                raise result
+        return found
+
+    async def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
+        """The children of every path in one batch (None for a missing znode)."""
+        self.reads += len(paths)
+        found = await self._pipeline(
+            [lambda kazoo, p=p: kazoo.get_children_async(p) for p in paths]
+        )
+        out: list[list[str] | None] = []
+        for result in found:
+            if isinstance(result, NoNodeError):
+                out.append(None)
+            elif isinstance(result, Exception):
+                raise result
+            else:
+                out.append(list(result))
+        return out
+
+    async def create_many(self, items: Sequence[tuple[str, bytes]]) -> list[Exception | None]:
+        """Create every (path, data) in one batch (parents must exist): per item None, or
+        the NodeExistsError / NoNodeError it met."""
+        found = await self._pipeline(
+            [lambda kazoo, p=p, d=d: kazoo.create_async(p, d) for p, d in items]
+        )
+        return [_accepted(result, NodeExistsError, NoNodeError) for result in found]
+
+    async def delete_many(self, paths: Sequence[str]) -> list[Exception | None]:
+        """Delete every path (any version) in one batch: per item None, or the NoNodeError
+        / NotEmptyError it met."""
+        found = await self._pipeline([lambda kazoo, p=p: kazoo.delete_async(p) for p in paths])
+        return [_accepted(result, NoNodeError, NotEmptyError) for result in found]
+
+    async def delete_tree(self, path: str) -> None:
+        """Delete `path` and everything below it: one batch per level to list it, then one
+        per level to delete it, deepest first (kazoo's recursive delete costs two round
+        trips per znode)."""
+        levels = [[path]]
+        while levels[-1]:
+            listed = await self.children_many(levels[-1])
+            levels.append(
+                [
+                    f"{parent}/{child}"
+                    for parent, children in zip(levels[-1], listed, strict=True)
+                    for child in children or ()
+                ]
+            )
+        for level in reversed(levels):
+            if level:
+                for result in await self.delete_many(level):
+                    if isinstance(result, NotEmptyError):
+                        raise result  # made meanwhile by someone else: not ours to remove
+
+    async def fenced_create_many(
+        self, items: Sequence[tuple[str, bytes]], fence: Fence
+    ) -> list[Exception | None]:
+        """Create every (path, data) in one batch, each a multi checked against `fence` as
+        fenced_create_json: per item None, or its NodeExistsError / NoNodeError;
+        ControllerMovedError when the fence failed."""
+
+        def request(path: str, data: bytes) -> Callable[[KazooClient], Any]:
+            def send(kazoo: KazooClient) -> Any:
+                txn = kazoo.transaction()
+                txn.check(*fence)
+                txn.create(path, data)
+                return txn.commit_async()
+
+            return send
+
+        found = await self._pipeline([request(p, d) for p, d in items])
+        return [_fenced_result(result, fence, NodeExistsError, NoNodeError) for result in found]
+
+    async def fenced_set_many(
+        self, items: Sequence[tuple[str, bytes, int]], fence: Fence
+    ) -> list[int | Exception]:
+        """Set every (path, data, version) in one batch, each a multi checked against
+        `fence` as fenced_set_json: per item the new version, or its BadVersionError /
+        NoNodeError; ControllerMovedError when the fence failed."""
+
+        def request(path: str, data: bytes, version: int) -> Callable[[KazooClient], Any]:
+            def send(kazoo: KazooClient) -> Any:
+                txn = kazoo.transaction()
+                txn.check(*fence)
+                txn.set_data(path, data, version)
+                return txn.commit_async()
+
+            return send
+
+        found = await self._pipeline([request(p, d, v) for p, d, v in items])
+        out: list[int | Exception] = []
+        for result in found:
+            error = _fenced_result(result, fence, BadVersionError, NoNodeError)
+            out.append(error if error is not None else result[1].version)
+        return out
+
+
+# Requests of a batch outstanding at once (ZooKeeper's globalOutstandingLimit is 1,000).
+PIPELINE_WINDOW = 1000
+# What a request of a batch meets while the connection (not the session) is down.
+_BATCH_CONNECTION_DOWN = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
+
+
+def _accepted(result: Any, *expected: type[Exception]) -> Exception | None:
+    """A batch answer: None on success, an `expected` exception returned, any other raised."""
+    if isinstance(result, expected):
+        return result
+    if isinstance(result, Exception):
+        raise result
+    return None
+
+
+def _fenced_result(result: Any, fence: Fence, *expected: type[Exception]) -> Exception | None:
+    """A fenced multi's answer ([check, operation]): as _accepted for the operation;
+    ControllerMovedError raised when the check failed."""
+    if isinstance(result, Exception):
+        raise result
+    if isinstance(result[0], BadVersionError | NoNodeError):
+        raise ControllerMovedError(f"{fence[0]} is no longer at version {fence[1]}")
+    return _accepted(result[1], *expected)
 
 
 # Cluster-level znodes --------------------------------------------------------------------
