@@ -64,6 +64,8 @@ class MetadataCache:
         self._armed: set[str] = set()  # paths with a pending watch of ours
         self._names_running = False
         self._names_dirty = False
+        self._states_created: set[str] = set()  # state znodes that appeared, to read
+        self._states_running = False
         self._session_lost = False
         self._refreshes = BackgroundTasks(log, "metadata refresh failed", logging.WARNING)
         zk_client.callbacks.on_lost.append(self._on_session_lost)
@@ -77,12 +79,14 @@ class MetadataCache:
         await self.refresh_topics()
 
     async def refresh_brokers(self, *_: object) -> None:
-        brokers = {}
-        for child in await self.zk.children(zk_data.BROKER_IDS, watch=self._brokers_changed):
-            found = await self.zk.get_json(zk_data.broker_path(int(child)))
-            if found is not None:
-                brokers[int(child)] = BrokerInfo.from_json(int(child), found[0])
-        self.brokers = brokers
+        ids = [
+            int(child)
+            for child in await self.zk.children(zk_data.BROKER_IDS, watch=self._brokers_changed)
+        ]
+        found = await self.zk.get_json_many([zk_data.broker_path(b) for b in ids])
+        self.brokers = {
+            b: BrokerInfo.from_json(b, f[0]) for b, f in zip(ids, found, strict=True) if f
+        }
 
     def _brokers_changed(self, *_: object) -> None:
         self._spawn(self.refresh_brokers())
@@ -102,8 +106,8 @@ class MetadataCache:
         await self._mark_deletions()
         for gone in set(self.topics) - set(names):
             await self._drop_if_gone(gone)
-        for name in names:
-            await self.refresh_topic(name)
+        async with self._refresh_lock:
+            await self._refresh_many(names)
         self._notify()
 
     async def _topic_names(self) -> list[str]:
@@ -125,9 +129,9 @@ class MetadataCache:
                 added = [n for n in names if n not in self.topics]
                 for gone in set(self.topics) - set(names):
                     await self._drop_if_gone(gone)
-                for name in added:
-                    if name not in self.topics:  # CreateTopics may have read it meanwhile
-                        await self.refresh_topic(name)
+                async with self._refresh_lock:
+                    # CreateTopics may have read some meanwhile.
+                    await self._refresh_many([n for n in added if n not in self.topics])
                 await self._mark_deletions()
                 self._notify()
                 if not self._names_dirty:
@@ -172,44 +176,82 @@ class MetadataCache:
         async with self._refresh_lock:
             return await self._refresh_topic(name)
 
-    async def _refresh_topic(self, name: str) -> TopicInfo | None:
-        found = await self._get_watched(zk_data.topic_path(name))
-        if found is None or not isinstance(found[0], dict) or "partitions" not in found[0]:
-            self.forget_topic(name)  # gone (or a bare node a deletion is removing)
-            return None
-        data = found[0]
-        previous = self.topics.get(name)
-        # Pre-2.8 topics have no id in ZooKeeper: theirs is made up once and kept.
-        topic_id = data.get("topic_id") or (previous.topic_id if previous else None)
-        info = TopicInfo(
-            name,
-            topic_id or zk_data.new_kafka_uuid(),
-            {int(p): [int(r) for r in rs] for p, rs in data["partitions"].items()},
-            adding=_replica_map(data.get("adding_replicas")),
-            removing=_replica_map(data.get("removing_replicas")),
+    async def _refresh_topic(self, name: str, new_states_only: bool = False) -> TopicInfo | None:
+        return (await self._refresh_many([name], new_states_only))[name]
+
+    async def _refresh_many(
+        self, names: list[str], new_states_only: bool = False
+    ) -> dict[str, TopicInfo | None]:
+        """Topics' znodes read again, all of them in a few pipelined batches (assignments,
+        partition states, configs), never a round trip per partition or per topic. With
+        `new_states_only`, the states of partitions the cache already holds are kept (the
+        controller keeps them current): an assignment change reads only the new ones."""
+        if not names:
+            return {}
+        found_topics = await self._get_many_watched([zk_data.topic_path(n) for n in names])
+        infos: dict[str, TopicInfo] = {}
+        out: dict[str, TopicInfo | None] = {}
+        for name, found in zip(names, found_topics, strict=True):
+            if found is None or not isinstance(found[0], dict) or "partitions" not in found[0]:
+                self.forget_topic(name)  # gone (or a bare node a deletion is removing)
+                out[name] = None
+                continue
+            data = found[0]
+            previous = self.topics.get(name)
+            # Pre-2.8 topics have no id in ZooKeeper: theirs is made up once and kept.
+            topic_id = data.get("topic_id") or (previous.topic_id if previous else None)
+            info = TopicInfo(
+                name,
+                topic_id or zk_data.new_kafka_uuid(),
+                {int(p): [int(r) for r in rs] for p, rs in data["partitions"].items()},
+                adding=_replica_map(data.get("adding_replicas")),
+                removing=_replica_map(data.get("removing_replicas")),
+            )
+            if previous is not None and previous.topic_id == info.topic_id:
+                info.marked_for_deletion = previous.marked_for_deletion
+                info.configs = previous.configs
+            infos[name] = info
+        await self._read_states(infos, new_states_only)
+        configs = await self._get_many_watched(
+            [zk_data.topic_config_path(n) for n in infos], watch_creation=True
         )
-        if previous is not None and previous.topic_id == info.topic_id:
-            info.marked_for_deletion = previous.marked_for_deletion
-            info.configs = previous.configs
-        for partition in info.assignment:
-            path = zk_data.partition_state_path(name, partition)
-            found_state = await self.zk.get_json(path)
-            if found_state is None and await self._exists_watched(path):  # written in between
-                found_state = await self.zk.get_json(path)
-            if found_state is not None:
-                _merge(info, partition, PartitionState.from_json(*found_state))
-        config = await self._get_watched(zk_data.topic_config_path(name), watch_creation=True)
-        if config is not None:
-            info.configs = _configs_of(config[0])
-        previous = self.topics.get(name)
-        if previous is not None and previous.topic_id == info.topic_id:
-            for partition, state in previous.states.items():  # UpdateMetadata meanwhile
-                if partition in info.assignment:
-                    _merge(info, partition, state)
-        if info.topic_id in self._deleted_ids:
-            return None  # deleted while we read it
-        self.topics[name] = info  # published whole: no half-read topic is ever seen
-        return info
+        for (name, info), config in zip(infos.items(), configs, strict=True):
+            if config is not None:
+                info.configs = _configs_of(config[0])
+            previous = self.topics.get(name)
+            if previous is not None and previous.topic_id == info.topic_id:
+                for partition, state in previous.states.items():  # UpdateMetadata meanwhile
+                    if partition in info.assignment:
+                        _merge(info, partition, state)
+            if info.topic_id in self._deleted_ids:
+                out[name] = None  # deleted while we read it
+                continue
+            self.topics[name] = info  # published whole: no half-read topic is ever seen
+            out[name] = info
+        return out
+
+    async def _read_states(self, infos: dict[str, TopicInfo], new_states_only: bool) -> None:
+        """The partition states of `infos` in one batch; a state not written yet is watched
+        for its creation (and read, in one more batch, if it appeared in between)."""
+        keys = []
+        for name, info in infos.items():
+            previous = self.topics.get(name) if new_states_only else None
+            known = previous.states if previous and previous.topic_id == info.topic_id else {}
+            keys.extend((name, p) for p in info.assignment if p not in known)
+        paths = [zk_data.partition_state_path(n, p) for n, p in keys]
+        found = await self.zk.get_json_many(paths)
+        missing = [i for i, state in enumerate(found) if state is None]
+        if missing:
+            exist = await self._exists_many_watched([paths[i] for i in missing])
+            appeared = [i for i, there in zip(missing, exist, strict=True) if there]
+            if appeared:  # written in between
+                for i, state in zip(
+                    appeared, await self.zk.get_json_many([paths[i] for i in appeared]), strict=True
+                ):
+                    found[i] = state
+        for (name, partition), state in zip(keys, found, strict=True):
+            if state is not None:
+                _merge(infos[name], partition, PartitionState.from_json(*state))
 
     # Per-topic watches --------------------------------------------------------------------
     def _arm(self, path: str) -> Callable | None:
@@ -250,14 +292,39 @@ class MetadataCache:
             self._armed.discard(path)
             raise
 
-    async def _exists_watched(self, path: str) -> bool:
-        """Whether `path` exists, watched for its creation (a state the controller has not
-        written yet when the assignment was read)."""
-        watch = self._arm(path)
+    async def _get_many_watched(self, paths: list[str], watch_creation: bool = False):
+        """_get_watched for many paths in one batch (and one more for creation watches)."""
+        armed = {p: self._arm(p) for p in paths}
         try:
-            return await self.zk.exists(path, watch=watch)
+            found = await self.zk.get_json_many(paths, watch=armed.get)
+            missing = [i for i, f in enumerate(found) if f is None and armed[paths[i]]]
+            if missing and watch_creation:
+                exist = await self.zk.exists_many([paths[i] for i in missing], watch=armed.get)
+                appeared = [i for i, there in zip(missing, exist, strict=True) if there]
+                if appeared:  # created in between
+                    again = await self.zk.get_json_many([paths[i] for i in appeared])
+                    for i, state in zip(appeared, again, strict=True):
+                        found[i] = state
+            elif missing:
+                for i in missing:
+                    self._armed.discard(paths[i])
         except BaseException:
-            self._armed.discard(path)
+            for path, watch in armed.items():
+                if watch is not None:
+                    self._armed.discard(path)
+            raise
+        return found
+
+    async def _exists_many_watched(self, paths: list[str]) -> list[bool]:
+        """Whether each path exists, watched for its creation (a state the controller has
+        not written yet when the assignment was read), in one batch."""
+        armed = {p: self._arm(p) for p in paths}
+        try:
+            return [s is not None for s in await self.zk.exists_many(paths, watch=armed.get)]
+        except BaseException:
+            for path, watch in armed.items():
+                if watch is not None:
+                    self._armed.discard(path)
             raise
 
     async def _watched_change(self, path: str) -> None:
@@ -275,7 +342,8 @@ class MetadataCache:
     async def _assignment_changed(self, name: str) -> None:
         """/brokers/topics/<t> changed (new partitions) or went (the names watch drops it)."""
         if name in self.topics:
-            await self.refresh_topic(name)
+            async with self._refresh_lock:
+                await self._refresh_topic(name, new_states_only=True)
             self._notify()
 
     async def _config_changed(self, name: str) -> None:
@@ -290,14 +358,26 @@ class MetadataCache:
             listener(name)
 
     async def _state_created(self, path: str) -> None:
-        parts = path.split("/")  # /brokers/topics/<t>/partitions/<p>/state
-        name, partition = parts[3], int(parts[5])
-        found = await self.zk.get_json(path)
-        info = self.topics.get(name)
-        if found is None or info is None:
+        """A state znode watched for its creation appeared. The controller writes a new
+        topic's states in one burst, so the watches that fire together are read together:
+        one batch for the burst, and one notification, never a read per partition."""
+        self._states_created.add(path)
+        if self._states_running:
             return
-        self.merge_state(name, partition, PartitionState.from_json(found[0], found[1]))
-        self._notify()
+        self._states_running = True
+        try:
+            while self._states_created:
+                await asyncio.sleep(0)  # the rest of the burst's watches come in first
+                paths = sorted(self._states_created)
+                self._states_created.clear()
+                found = await self.zk.get_json_many(paths)
+                for state_path, state in zip(paths, found, strict=True):
+                    parts = state_path.split("/")  # /brokers/topics/<t>/partitions/<p>/state
+                    if state is not None:
+                        self.merge_state(parts[3], int(parts[5]), PartitionState.from_json(*state))
+                self._notify()
+        finally:
+            self._states_running = False
 
     def merge_state(self, topic: str, partition: int, state: PartitionState) -> None:
         info = self.topics.get(topic)
