@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -212,39 +213,103 @@ class ReplicaManager:
                     f"{self.controller_epoch}",
                 )
             self.controller_epoch = controller_epoch
-            results = {}
             gained: set = set()
             lost: set = set()
-            live: dict[str, bool] = {}
-            for topic, index, state, replicas in states:
-                key = (topic, index)
-                try:
-                    results[key] = await self._apply(
-                        topic, index, state, replicas, gained, lost, live, force=False
-                    )
-                except Exception as exc:  # noqa: BLE001 - this partition's answer
-                    log.exception("LeaderAndIsr for %s-%d failed", topic, index)
-                    results[key] = getattr(exc, "error_code", ErrorCode.kafka_storage_error)
+            results = await self._apply_many(states, gained, lost, {})
             self._notify_leadership(gained, lost)
             return results
 
-    async def _apply(
+    async def _apply_many(
+        self,
+        entries: Sequence[tuple[str, int, PartitionState, list[int]]],
+        gained: set,
+        lost: set,
+        live: dict[str, bool],
+        topic_ids: dict[str, str] | None = None,
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """New roles for many partitions (one LeaderAndIsr, or the partitions of new
+        topics): per partition, the error code of its answer. The checks run on the loop;
+        the file work (logs to create, leader epochs to record with their fsync) runs as
+        one worker-thread step per kind over a bounded pool, never one thread hop per
+        partition in series. `live` caches, per topic, whether ZooKeeper lets a new
+        directory be made (asked only when this broker has none for a partition)."""
+        results: dict[tuple[str, int], ErrorCode] = {}
+        admitted: list[tuple[str, int, PartitionState, list[int]]] = []
+        for topic, index, state, replicas in entries:
+            try:
+                refused = await self._refusal(
+                    topic, index, state, replicas, live, (topic_ids or {}).get(topic)
+                )
+            except Exception as exc:  # noqa: BLE001 - this partition's answer
+                results[(topic, index)] = self._failed(topic, index, exc)
+                continue
+            if refused is not None:
+                results[(topic, index)] = refused
+            else:
+                self.cache_partition_state(topic, index, state)
+                admitted.append((topic, index, state, replicas))
+        # The logs this broker does not hold yet.
+        configs = {t: self.topic_log_config(t) for t, *_ in admitted}
+        new = list(dict.fromkeys((t, i) for t, i, *_ in admitted if (t, i) not in self.partitions))
+        made = await _each_off_loop(
+            lambda t, i: self.log_manager.get_or_create_log(t, i, configs[t]), new
+        )
+        for (topic, index), outcome in zip(new, made, strict=True):
+            if isinstance(outcome, Exception):
+                results[(topic, index)] = self._failed(topic, index, outcome)
+            else:
+                self.partitions[(topic, index)] = Partition(topic, index, outcome, self.local_id)
+        admitted = [a for a in admitted if (a[0], a[1]) not in results]
+        # New leaders: no fetcher writes their logs any more, then each new epoch's start
+        # goes to the fsynced leader-epoch checkpoint, on worker threads, so the first
+        # append of the epoch finds it recorded. A new leader takes no appends yet (no
+        # fetcher writes the log any more and no client can); a leader re-elected at a
+        # higher epoch may still append at its old epoch meanwhile, and the log then
+        # records where each really starts.
+        starts = []
+        for topic, index, state, _replicas in admitted:
+            key = (topic, index)
+            if state.leader == self.local_id:
+                await self.fetchers.remove_partition(key)
+                current = self.partitions[key]
+                if state.leader_epoch >= 0 and (
+                    key not in self.leaders or state.leader_epoch != current.leader_epoch
+                ):
+                    starts.append((current, state.leader_epoch))
+        log.warning("T apply %d made %d", len(entries), len(new))
+        recorded = await _each_off_loop(lambda p, epoch: p.log.assign_epoch_start(epoch), starts)
+        log.warning("T epochs %d", len(starts))
+        for (partition, _epoch), outcome in zip(starts, recorded, strict=True):
+            if isinstance(outcome, Exception):
+                results[partition.key] = self._failed(partition.topic, partition.partition, outcome)
+        for topic, index, state, replicas in admitted:
+            key = (topic, index)
+            if key in results:
+                continue
+            try:
+                await self._take_role(self.partitions[key], state, replicas, gained, lost)
+                results[key] = ErrorCode.none
+            except Exception as exc:  # noqa: BLE001 - this partition's answer
+                results[key] = self._failed(topic, index, exc)
+        return results
+
+    @staticmethod
+    def _failed(topic: str, index: int, exc: Exception) -> ErrorCode:
+        log.error("LeaderAndIsr for %s-%d failed", topic, index, exc_info=exc)
+        return getattr(exc, "error_code", ErrorCode.kafka_storage_error)
+
+    async def _refusal(
         self,
         topic: str,
         index: int,
         state: PartitionState,
         replicas: list[int],
-        gained: set,
-        lost: set,
         live: dict[str, bool],
-        force: bool,
-        topic_id: str | None = None,
-    ) -> ErrorCode:
-        """One partition's new role. `live` caches, per topic, whether ZooKeeper lets a new
-        directory be made (asked only when this broker has none for the partition)."""
-        key = (topic, index)
-        current = self.partitions.get(key)
-        if current is not None and not force and state.leader_epoch <= current.leader_epoch:
+        topic_id: str | None,
+    ) -> ErrorCode | None:
+        """Why a partition's new state is not taken up (its answer), or None to take it."""
+        current = self.partitions.get((topic, index))
+        if current is not None and state.leader_epoch <= current.leader_epoch:
             if state.leader_epoch == current.leader_epoch and state.zk_version > current.zk_version:
                 current.zk_version = state.zk_version  # the controller saw our ISR write
             return (
@@ -261,24 +326,21 @@ class ReplicaManager:
                     log.info("no log made for %s: deleted or being deleted in ZooKeeper", topic)
             if not live[topic]:
                 return ErrorCode.unknown_topic_or_partition
-        self.cache_partition_state(topic, index, state)
-        if current is None:
-            partition_log = await asyncio.to_thread(
-                self.log_manager.get_or_create_log, topic, index, self.topic_log_config(topic)
-            )
-            current = self.partitions[key] = Partition(topic, index, partition_log, self.local_id)
+        return None
+
+    async def _take_role(
+        self,
+        current: Partition,
+        state: PartitionState,
+        replicas: list[int],
+        gained: set,
+        lost: set,
+    ) -> None:
+        """Leader or follower at the new state (its log exists; a new leader's epoch start
+        is recorded)."""
+        key = current.key
         was_leader = current.is_leader
         if state.leader == self.local_id:
-            await self.fetchers.remove_partition(key)
-            if state.leader_epoch >= 0 and (
-                key not in self.leaders or state.leader_epoch != current.leader_epoch
-            ):
-                # The new epoch's start goes to the fsynced leader-epoch checkpoint, on a
-                # worker thread, so the first append of the epoch finds it recorded. A new
-                # leader takes no appends yet (no fetcher writes the log any more and no
-                # client can); a leader re-elected at a higher epoch may still append at
-                # its old epoch meanwhile, and the log then records where each really starts.
-                await asyncio.to_thread(current.log.assign_epoch_start, state.leader_epoch)
             current.make_leader(
                 state.leader_epoch, state.isr, replicas, state.zk_version, state.controller_epoch
             )
@@ -306,7 +368,6 @@ class ReplicaManager:
             else:
                 await self.fetchers.add_partition(current, state.leader, state.leader_epoch)
             log.info("following %d for %s at epoch %d", state.leader, key, state.leader_epoch)
-        return ErrorCode.none
 
     def cache_partition_state(self, topic: str, index: int, state: PartitionState) -> None:
         """Put `state` in the metadata cache unless the cache holds a newer one (UpdateMetadata
@@ -329,6 +390,7 @@ class ReplicaManager:
                 raise KafkaError(ErrorCode.stale_controller_epoch)
             self.controller_epoch = controller_epoch
             lost = set()
+            doomed = []
             for topic, index, delete in partitions:
                 key = (topic, index)
                 await self.fetchers.remove_partition(key)
@@ -337,9 +399,8 @@ class ReplicaManager:
                 self.produce_purgatory.leadership_lost(key)
                 self.partitions.pop(key, None)
                 if delete:
-                    self._remove_later(
-                        await asyncio.to_thread(self.log_manager.begin_delete, topic, index)
-                    )
+                    doomed.append((topic, index))
+            self._begin_deletes(await _each_off_loop(self.log_manager.begin_delete, doomed))
             self._notify_leadership(set(), lost)
 
     # New partitions straight from ZooKeeper -------------------------------------------
@@ -357,6 +418,8 @@ class ReplicaManager:
             live: dict[str, bool] = {}
             looked_at = self._looked_at
             self._looked_at = seen = set()  # deleted topics drop out of it
+            fresh: list[tuple[str, int, PartitionState, list[int]]] = []
+            topic_ids: dict[str, str] = {}
             for info in list(self.metadata.topics.values()):
                 if info.marked_for_deletion:
                     continue
@@ -373,9 +436,9 @@ class ReplicaManager:
                         or self.log_manager.get_log(info.name, index) is not None
                     ):
                         continue
-                    await self._apply(
-                        info.name, index, state, replicas, gained, lost, live, False, info.topic_id
-                    )
+                    fresh.append((info.name, index, state, replicas))
+                    topic_ids[info.name] = info.topic_id
+            await self._apply_many(fresh, gained, lost, live, topic_ids)
             self._notify_leadership(gained, lost)
 
     def _notify_leadership(self, gained: set, lost: set) -> None:
@@ -390,16 +453,28 @@ class ReplicaManager:
     async def delete_partitions(self, topic: str, partitions: Sequence[int]) -> None:
         """The controller's own replicas of a deleted topic (others get StopReplica)."""
         async with self._sync_lock:
+            lost = set()
             for partition in partitions:
                 key = (topic, partition)
                 await self.fetchers.remove_partition(key)
                 self.partitions.pop(key, None)
                 if self.leaders.pop(key, None) is not None:
                     self.produce_purgatory.leadership_lost(key)
-                    self._notify_leadership(set(), {key})
-                self._remove_later(
-                    await asyncio.to_thread(self.log_manager.begin_delete, topic, partition)
+                    lost.add(key)
+            self._notify_leadership(set(), lost)
+            self._begin_deletes(
+                await _each_off_loop(
+                    self.log_manager.begin_delete, [(topic, p) for p in partitions]
                 )
+            )
+
+    def _begin_deletes(self, outcomes: list) -> None:
+        """Directories renamed for deletion (begin_delete's answers): removed later."""
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                log.error("renaming a deleted partition's directory failed", exc_info=outcome)
+            else:
+                self._remove_later(outcome)
 
     # Lookups --------------------------------------------------------------------------
     def leader(self, topic: str, partition: int) -> Partition:
@@ -574,3 +649,30 @@ class ReplicaManager:
             log.warning("ISR change of %s failed", partition.key, exc_info=True)
         finally:
             partition.isr_change_pending = False
+
+
+# Worker threads for one batch of file work from the controller (logs to create, leader
+# epochs to record, directories to rename): fsync-bound, so a few run at once.
+BATCH_THREADS = 4
+
+
+async def _each_off_loop(work: Callable[..., Any], items: Sequence[tuple]) -> list[Any]:
+    """`work(*item)` for every item, on a bounded pool of worker threads reached with one
+    thread hop; per item its result or the Exception it raised."""
+    if not items:
+        return []
+
+    def one(item: tuple) -> Any:
+        try:
+            return work(*item)
+        except Exception as exc:  # noqa: BLE001 - the item's outcome
+            return exc
+
+    def run_all() -> list[Any]:
+        if len(items) == 1:
+            return [one(items[0])]
+        workers = min(BATCH_THREADS, len(items))
+        with ThreadPoolExecutor(workers, thread_name_prefix="replica-batch") as pool:
+            return list(pool.map(one, items))
+
+    return await asyncio.to_thread(run_all)
