@@ -67,6 +67,7 @@ SUPPORTED: dict[int, VersionRange] = {
     50: VersionRange(0, 0),  # DescribeUserScramCredentials
     51: VersionRange(0, 0),  # AlterUserScramCredentials
     60: VersionRange(0, 1),  # DescribeCluster
+    61: VersionRange(0, 0),  # DescribeProducers (KIP-664)
 }
 
 

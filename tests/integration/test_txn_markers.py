@@ -149,6 +149,29 @@ def latest_offset(client, topic, isolation):
     return client.call(body).topics[0].partitions[0].offset
 
 
+def describe_producers(client, topic, partitions=(0,)):
+    body = request(
+        61,
+        0,
+        topics=(nested(61, 0, "TopicRequest", name=topic, partition_indexes=tuple(partitions)),),
+    )
+    return {
+        int(p.partition_index): (
+            p.error_code,
+            {
+                int(s.producer_id): (
+                    s.producer_epoch,
+                    s.last_sequence,
+                    s.coordinator_epoch,
+                    s.current_txn_start_offset,
+                )
+                for s in p.active_producers
+            },
+        )
+        for p in client.call(body).topics[0].partitions
+    }
+
+
 def consume_all(bootstrap, topic, isolation, expected):
     consumer = Consumer(
         {
@@ -191,6 +214,11 @@ def test_markers_lso_and_read_committed_consumers(broker, topic_name):
         refused = txn_produce(client, topic_name, committer, 3, b"x", transactional=False)
         assert refused[0] == ErrorCode.invalid_txn_state
 
+        # DescribeProducers shows both open transactions (KIP-664).
+        assert describe_producers(client, topic_name, (0, 9)) == {
+            0: (0, {committer: (0, 2, -1, 0), aborter: (0, 2, -1, 2)}),
+            9: (ErrorCode.unknown_topic_or_partition, {}),
+        }
         # Both transactions open: read_committed stops at the first one's start.
         assert fetch(client, topic_name, 0, READ_COMMITTED).last_stable_offset == 0
         assert latest_offset(client, topic_name, READ_COMMITTED) == 0
@@ -228,6 +256,9 @@ def test_markers_lso_and_read_committed_consumers(broker, topic_name):
             10,
         )
 
+        assert describe_producers(client, topic_name) == {
+            0: (0, {committer: (1, 0, 3, -1), aborter: (0, 3, 3, -1)})
+        }
         committed = fetch(client, topic_name, 0, READ_COMMITTED)
         assert committed.high_watermark == committed.last_stable_offset == 11
         assert [(t.producer_id, t.first_offset) for t in committed.aborted_transactions] == [
