@@ -7,11 +7,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from dashboard.core.login_throttle import ThrottledAuthenticationForm
-from dashboard.live import maintenance, messages, spark, topics
+from dashboard.live import maintenance, messages, spark, tokens, topics
 from dashboard.live import views as live
 
 urlpatterns = [
     path("", live.overview, name="overview"),
+    path("account/token/", tokens.page, name="api-tokens"),
+    path("account/token/create", tokens.create, name="api-token-create"),
+    path("account/token/revoke", tokens.revoke, name="api-token-revoke"),
     path("clusters/<str:cluster_id>/", live.overview, name="cluster-overview"),
     path("clusters/<str:cluster_id>/topics/", topics.topic_list, name="topic-list"),
     path("clusters/<str:cluster_id>/topics/create", topics.topic_create, name="topic-create"),
