@@ -69,6 +69,18 @@ class KafkaStorageError(LogError):
     error_code = 56  # KAFKA_STORAGE_ERROR
 
 
+class LogDirNotFoundError(LogError):
+    """A log dir that is not one of log.dirs (AlterReplicaLogDirs)."""
+
+    error_code = 57  # LOG_DIR_NOT_FOUND
+
+
+class ReplicaNotAvailableError(LogError):
+    """No local replica of the partition (AlterReplicaLogDirs before the replica exists)."""
+
+    error_code = 9  # REPLICA_NOT_AVAILABLE
+
+
 class UnknownProducerIdError(LogError):
     error_code = 59  # UNKNOWN_PRODUCER_ID
 

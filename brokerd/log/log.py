@@ -904,6 +904,23 @@ class Log:
             self.closed = True
             self._local.release()
 
+    def exchange_contents(self, other: Log) -> None:
+        """Swap everything but the lock with `other`, under both logs' locks: a future
+        replica (AlterReplicaLogDirs) takes the place of this log in the one object that
+        partitions, fetchers and the cleaner hold, and `other` keeps the old files for the
+        log manager to release and delete."""
+        with self._lock, other._lock:
+            mine = {k: v for k, v in vars(self).items() if k != "_lock"}
+            theirs = {k: v for k, v in vars(other).items() if k != "_lock"}
+            vars(self).update(theirs)
+            vars(other).update(mine)
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The log's lock, for a caller that must see no change between two steps (the log
+        manager's check that a future replica caught up, then the swap)."""
+        return self._lock
+
     def __repr__(self) -> str:
         return (
             f"Log({self.dir.name}, start={self.log_start_offset}, "
@@ -921,8 +938,17 @@ def _iter_complete_batches(buf: bytearray):
         pos += batch.size
 
 
+FUTURE_DIR_SUFFIX = "-future"
+
+
 def parse_dir_name(name: str) -> tuple[str, int]:
-    """`<topic>-<partition>`; topics may contain dashes, the partition is after the last."""
+    """`<topic>-<partition>`; topics may contain dashes, the partition is after the last.
+    A future replica's `<topic>-<partition>.<uuid>-future` (AlterReplicaLogDirs) names its
+    partition the same way."""
+    if name.endswith(FUTURE_DIR_SUFFIX):
+        stem, dot, unique = name[: -len(FUTURE_DIR_SUFFIX)].rpartition(".")
+        if dot and len(unique) == 32 and all(c in "0123456789abcdef" for c in unique):
+            name = stem
     topic, sep, partition = name.rpartition("-")
     if not sep or not topic or not partition.isdigit():
         raise ValueError(f"{name!r} is not a <topic>-<partition> directory")

@@ -19,13 +19,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import LogConfig
 from . import errors
 from .checkpoints import OffsetCheckpointFile, read_properties, write_properties
-from .log import Log, dir_name, parse_dir_name
+from .future_replica import FutureReplicaMove
+from .log import FUTURE_DIR_SUFFIX, Log, dir_name, parse_dir_name
 from .recovery import load_log
 from .retention import RetentionReport, delete_old_segments
 
@@ -50,6 +53,12 @@ def delete_dir_name(topic: str, partition: int) -> str:
     is cut so the name fits MAX_DIR_NAME_BYTES, which a 249-character topic would not."""
     suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
     return topic[: MAX_DIR_NAME_BYTES - len(suffix)] + suffix
+
+
+def future_dir_name(topic: str, partition: int) -> str:
+    """Kafka's `<topic>-<partition>.<uuid>-future` (UnifiedLog.logFutureDirName): where a
+    replica being moved to another log dir (AlterReplicaLogDirs) is copied."""
+    return f"{dir_name(topic, partition)}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
 
 
 class LogDirInUseError(RuntimeError):
@@ -86,6 +95,25 @@ def checked_partition_dir(log_dir: Path, topic: str, partition: int) -> Path:
     return directory
 
 
+@dataclass
+class _DirLoads:
+    """One log dir's start-up: its marker's word, its high watermarks, the queued loads."""
+
+    clean: bool
+    high_watermarks: dict[TopicPartition, int]
+    began: float
+    futures: dict[TopicPartition, Future[Log]] = field(default_factory=dict)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a created or removed marker durable (its directory entry)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class LogManager:
     def __init__(
         self,
@@ -96,8 +124,13 @@ class LogManager:
         topic_config: Callable[[str], LogConfig] | None = None,
         producer_id_expiration_ms: int = 86400000,
         clock: Callable[[], float] = time.time,
+        recovery_threads_per_data_dir: int | Callable[[], int] = 1,
     ):
         self.log_dirs = [Path(d) for d in log_dirs]
+        # num.recovery.threads.per.data.dir (a number, or how to read its current value):
+        # the threads loading (and recovering) each log dir's logs at start-up and closing
+        # them at shutdown.
+        self._recovery_threads = recovery_threads_per_data_dir
         self.broker_props = dict(broker_props or {})
         self.default_config = default_config or LogConfig.resolve({}, self.broker_props)
         self._topic_config = topic_config
@@ -117,15 +150,52 @@ class LogManager:
         # thread reads it (Kafka's logCreationOrDeletionLock).
         self._logs_lock = threading.Lock()
         self.started = False
+        # Several log dirs (KIP-112/113): dirs taken offline after an I/O error (path ->
+        # reason), where AlterReplicaLogDirs asked a partition to be made, and the future
+        # logs of replicas being moved with the moves copying them.
+        self.offline_dirs: dict[Path, str] = {}
+        self.preferred_dirs: dict[TopicPartition, Path] = {}
+        self.future_logs: dict[TopicPartition, Log] = {}
+        self._moves: dict[TopicPartition, FutureReplicaMove] = {}
+        self._moves_lock = threading.Lock()
+        self._creation_lock = threading.Lock()
+        # num.replica.alter.log.dirs.threads: Kafka's default is one per log dir.
+        self.alter_log_dirs_threads = max(len(self.log_dirs), 1)
+        self._movers: ThreadPoolExecutor | None = None
+        # callables(log dir, reason) once a dir went offline; called from the thread that
+        # met the I/O error (the replica manager hands them over to its event loop).
+        self.dir_failure_listeners: list[Callable[[Path, str], None]] = []
 
     # Start-up and shutdown -------------------------------------------------------------
     def startup(self) -> None:
+        """Lock every log dir, then load all of them at once, each with its own pool of
+        num.recovery.threads.per.data.dir threads (Kafka's LogManager.loadLogs)."""
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
             self._lock_dir(directory)
-        for directory in self.log_dirs:
-            self._load_dir(directory)
+        pools = [self._pool(directory, "recovery") for directory in self.log_dirs]
+        try:
+            jobs = [
+                (directory, self._submit_loads(directory, pool))
+                for directory, pool in zip(self.log_dirs, pools, strict=True)
+            ]
+            for directory, loads in jobs:
+                self._collect_loads(directory, loads)
+        finally:
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
         self.started = True
+
+    @property
+    def recovery_threads_per_data_dir(self) -> int:
+        threads = self._recovery_threads
+        return max(1, threads() if callable(threads) else threads)
+
+    def _pool(self, directory: Path, purpose: str) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(
+            self.recovery_threads_per_data_dir,
+            thread_name_prefix=f"log-{purpose}-{directory.name}",
+        )
 
     def _lock_dir(self, directory: Path) -> None:
         fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -138,55 +208,124 @@ class LogManager:
             ) from None
         self._locks.append(fd)
 
-    def _load_dir(self, directory: Path) -> None:
+    def _submit_loads(self, directory: Path, pool: ThreadPoolExecutor) -> _DirLoads:
+        """Read the dir's marker and checkpoints, then queue one load per partition."""
         marker = directory / CLEAN_SHUTDOWN_MARKER
         clean = marker.exists()
         self.had_clean_shutdown[directory] = clean
+        # Removed before any log is opened (KAFKA-10471): a crash while loading leaves no
+        # marker, so the next start-up recovers the logs this one had begun to change.
+        if clean:
+            marker.unlink(missing_ok=True)
+            _fsync_dir(directory)
         recovery_points = OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).read()
         start_offsets = OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).read()
         high_watermarks = OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).read()
+        loads = _DirLoads(clean, high_watermarks, time.monotonic())
         for child in sorted(directory.iterdir()):
             if not child.is_dir():
                 continue
             if child.name.endswith(DELETE_DIR_SUFFIX):
                 self.dirs_to_delete.append(child)  # a deletion that did not finish
                 continue
+            if child.name.endswith(FUTURE_DIR_SUFFIX):
+                # A move (AlterReplicaLogDirs) that a restart cut short: the current log
+                # is complete where it was, the copy is dropped (the move can be asked again).
+                self.dirs_to_delete.append(child)
+                continue
             try:
                 tp = parse_dir_name(child.name)
             except ValueError:
                 continue
+            loads.futures[tp] = pool.submit(
+                self._load_one,
+                child,
+                tp,
+                self.config_for(tp[0]),
+                recovery_points.get(tp, 0),
+                start_offsets.get(tp, 0),
+                clean,
+            )
+        return loads
+
+    def _load_one(
+        self,
+        child: Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        recovery_point: int,
+        log_start_offset: int,
+        clean: bool,
+    ) -> Log:
+        """On a recovery thread: open one partition's log (recovering it unless clean)."""
+        began = time.monotonic()
+        loaded = load_log(
+            child,
+            config,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=clean,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+            clock=self.clock,
+        )
+        log.debug(
+            "loaded %s-%d (%s) in %.0f ms",
+            tp[0],
+            tp[1],
+            "clean" if clean else "recovered",
+            (time.monotonic() - began) * 1000,
+        )
+        return loaded
+
+    def _collect_loads(self, directory: Path, loads: _DirLoads) -> None:
+        for tp, future in loads.futures.items():
             try:
-                loaded = load_log(
-                    child,
-                    self.config_for(tp[0]),
-                    recovery_point=recovery_points.get(tp, 0),
-                    log_start_offset=start_offsets.get(tp, 0),
-                    had_clean_shutdown=clean,
-                    producer_id_expiration_ms=self.producer_id_expiration_ms,
-                    clock=self.clock,
-                )
+                loaded = future.result()
             except Exception as exc:  # noqa: BLE001 - one bad partition must not stop the rest
-                log.error("partition %s-%d is offline: %s", tp[0], tp[1], exc, exc_info=True)
+                log.error("partition %s-%d is offline: %s", tp[0], tp[1], exc, exc_info=exc)
                 self.offline_partitions[tp] = str(exc)
                 continue
-            loaded.update_high_watermark(high_watermarks.get(tp, loaded.log_end_offset))
+            loaded.update_high_watermark(loads.high_watermarks.get(tp, loaded.log_end_offset))
             self.logs[tp] = loaded
-        # From here on a crash is an unclean shutdown.
-        marker.unlink(missing_ok=True)
+        log.info(
+            "loaded %d logs from %s in %.0f ms with %d recovery threads (%s)",
+            len(loads.futures),
+            directory,
+            (time.monotonic() - loads.began) * 1000,
+            self.recovery_threads_per_data_dir,
+            "after a clean shutdown" if loads.clean else "recovered after an unclean shutdown",
+        )
 
     def shutdown(self) -> None:
-        """Close every log, write the checkpoints and the clean-shutdown markers."""
-        failed = False
-        for tp, partition_log in list(self.logs.items()):
-            try:
-                partition_log.close()
-            except Exception as exc:  # noqa: BLE001
-                failed = True
-                log.error("closing %s-%d failed: %s", tp[0], tp[1], exc)
+        """Close every log (each log dir with its own pool of recovery threads, as Kafka),
+        write the checkpoints, then the clean-shutdown marker of each log dir whose logs all
+        closed: only a dir that was entirely flushed is trusted without recovery."""
+        self.cancel_moves()
+        by_dir: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
+        for tp, partition_log in self._logs_snapshot():
+            by_dir.setdefault(partition_log.dir.parent, []).append((tp, partition_log))
+        failed: set[Path] = set()
+        pools = {directory: self._pool(directory, "shutdown") for directory in by_dir}
+        try:
+            closes = {
+                directory: [(tp, pools[directory].submit(lg.close)) for tp, lg in in_dir]
+                for directory, in_dir in by_dir.items()
+            }
+            for directory, futures in closes.items():
+                for tp, future in futures:
+                    try:
+                        future.result()
+                    except Exception as exc:  # noqa: BLE001
+                        failed.add(directory)
+                        log.error("closing %s-%d failed: %s", tp[0], tp[1], exc)
+        finally:
+            for pool in pools.values():
+                pool.shutdown(wait=True)
         self.checkpoint()
-        if not failed:
-            for directory in self.log_dirs:
+        for directory in self.log_dirs:
+            if directory not in failed and directory not in self.offline_dirs:
                 (directory / CLEAN_SHUTDOWN_MARKER).touch()
+                _fsync_dir(directory)
         for fd in self._locks:
             os.close(fd)
         self._locks.clear()
@@ -237,25 +376,46 @@ class LogManager:
             )
         if config is not None:
             self.topic_configs[topic] = config
-        directory = checked_partition_dir(self._least_loaded_dir(), topic, partition)
-        created = load_log(
-            directory,
-            self.config_for(topic),
-            had_clean_shutdown=True,
-            producer_id_expiration_ms=self.producer_id_expiration_ms,
-            clock=self.clock,
-        )
-        with self._logs_lock:
-            self.logs[tp] = created
+        # One creation at a time (Kafka's logCreationOrDeletionLock): partitions made at
+        # once on worker threads must each see where the others went.
+        with self._creation_lock:
+            existing = self.logs.get(tp)
+            if existing is not None:
+                return existing
+            directory = checked_partition_dir(self.next_log_dir(tp), topic, partition)
+            created = load_log(
+                directory,
+                self.config_for(topic),
+                had_clean_shutdown=True,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+                clock=self.clock,
+            )
+            with self._logs_lock:
+                self.logs[tp] = created
+                self.preferred_dirs.pop(tp, None)
         return created
 
-    def _least_loaded_dir(self) -> Path:
-        counts = {d: 0 for d in self.log_dirs}
-        for partition_log in self.all_logs():
+    def live_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
+
+    def next_log_dir(self, tp: TopicPartition | None = None) -> Path:
+        """Where a new partition goes: the dir AlterReplicaLogDirs named for it, else the
+        live dir holding the fewest partitions, future replicas counted, the first such
+        in log.dirs on a tie (Kafka's LogManager.nextLogDirs)."""
+        live = self.live_log_dirs()
+        if not live:
+            raise errors.KafkaStorageError("every log dir is offline")
+        preferred = self.preferred_dirs.get(tp) if tp is not None else None
+        if preferred is not None and preferred in live:
+            return preferred
+        counts = {d: 0 for d in live}
+        with self._logs_lock:
+            every = [*self.logs.values(), *self.future_logs.values()]
+        for partition_log in every:
             parent = partition_log.dir.parent
             if parent in counts:
                 counts[parent] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+        return min(live, key=lambda d: counts[d])
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Remove a partition now: `begin_delete`, then its files."""
@@ -269,6 +429,7 @@ class LogManager:
         asyncDelete): its files are released without a flush, and the renamed directory
         returned for `remove_dir`; None when this broker has no directory for it."""
         tp = (topic, partition)
+        self.cancel_move(tp)
         existing = self.logs.get(tp)
         if existing is not None:
             self._check_in_log_dir(existing.dir, topic, partition)
@@ -340,22 +501,30 @@ class LogManager:
 
     # Checkpoints ----------------------------------------------------------------------
     def checkpoint(self) -> None:
-        """Recovery points, log start offsets and high watermarks, per log dir."""
-        for directory in self.log_dirs:
+        """Recovery points, log start offsets and high watermarks, per live log dir; a dir
+        whose checkpoint cannot be written goes offline (Kafka's LogDirFailureChannel)."""
+        for directory in self.live_log_dirs():
             in_dir = {
                 tp: partition_log
                 for tp, partition_log in self._logs_snapshot()
                 if partition_log.dir.parent == directory
             }
-            OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).write(
-                {tp: lg.recovery_point for tp, lg in in_dir.items()}
-            )
-            OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).write(
-                {tp: lg.log_start_offset for tp, lg in in_dir.items() if lg.log_start_offset > 0}
-            )
-            OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
-                {tp: lg.high_watermark for tp, lg in in_dir.items()}
-            )
+            try:
+                OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).write(
+                    {tp: lg.recovery_point for tp, lg in in_dir.items()}
+                )
+                OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).write(
+                    {
+                        tp: lg.log_start_offset
+                        for tp, lg in in_dir.items()
+                        if lg.log_start_offset > 0
+                    }
+                )
+                OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
+                    {tp: lg.high_watermark for tp, lg in in_dir.items()}
+                )
+            except OSError as exc:
+                self.fail_dir(directory, f"writing a checkpoint failed: {exc}")
 
     def flush_dirty_logs(self) -> None:
         """flush.ms for idle logs: appends check it too, but a quiet log needs a timer."""
@@ -381,3 +550,201 @@ class LogManager:
             if (topic is None or t == topic) and (partition is None or p == partition):
                 reports.append(delete_old_segments(partition_log))
         return reports
+
+    # Moving replicas between log dirs (AlterReplicaLogDirs) ------------------------------
+    def configured_dir(self, path: str) -> Path:
+        """The log dir an AlterReplicaLogDirs names: one of log.dirs, by absolute path
+        (Kafka's isLogDirOnline), else LOG_DIR_NOT_FOUND."""
+        if os.path.isabs(path):
+            for directory in self.log_dirs:
+                if os.path.abspath(directory) == os.path.normpath(path):
+                    return directory
+        raise errors.LogDirNotFoundError(f"log dir {path!r} is not in log.dirs")
+
+    def alter_log_dir(self, topic: str, partition: int, destination: str) -> None:
+        """Move a replica to another log dir, or say where it goes when it is made (Kafka's
+        ReplicaManager.alterReplicaLogDirs). Raises LogDirNotFoundError,
+        KafkaStorageError (the dir or the partition is offline) or ReplicaNotAvailableError
+        (no replica here yet: the dir is remembered for when it is made). Creates
+        directories: call it off the event loop."""
+        if len(future_dir_name(topic, partition).encode()) > MAX_DIR_NAME_BYTES:
+            raise PartitionDirError(f"topic {topic!r} is too long for a future replica's name")
+        target = self.configured_dir(destination)
+        if target in self.offline_dirs:
+            raise errors.KafkaStorageError(f"log dir {target} is offline")
+        tp = (topic, partition)
+        if tp in self.offline_partitions:
+            raise errors.KafkaStorageError(f"{topic}-{partition} is offline")
+        running = self._moves.get(tp)
+        if running is not None and running.future.dir.parent != target:
+            self.cancel_move(tp)  # a move elsewhere: stopped, its copy dropped
+        with self._moves_lock:
+            current = self.logs.get(tp)
+            if current is None:
+                self.preferred_dirs[tp] = target
+                raise errors.ReplicaNotAvailableError(f"no replica of {topic}-{partition} here")
+            if current.dir.parent == target or tp in self._moves:
+                return
+            if self.offline_dirs:
+                # As Kafka: no future replica while a dir is offline, so that the same
+                # partition never has copies in two dirs that a restart would both load.
+                raise errors.KafkaStorageError("a log dir is offline: replicas are not moved")
+            checked_partition_dir(target, topic, partition)
+            future = load_log(
+                target / future_dir_name(topic, partition),
+                self.config_for(topic),
+                log_start_offset=current.log_start_offset,
+                had_clean_shutdown=True,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+                clock=self.clock,
+            )
+            move = FutureReplicaMove(current, future, self._finish_move)
+            with self._logs_lock:
+                self.future_logs[tp] = future
+            self._moves[tp] = move
+            if self._movers is None:
+                self._movers = ThreadPoolExecutor(
+                    self.alter_log_dirs_threads, thread_name_prefix="alter-log-dirs"
+                )
+            self._movers.submit(self._run_move, move)
+        log.info("moving %s-%d from %s to %s", topic, partition, current.dir.parent, target)
+
+    def _run_move(self, move: FutureReplicaMove) -> None:
+        """On a mover thread: copy until swapped; a move that stopped otherwise (cancelled,
+        the log closed or deleted, an error) drops its copy."""
+        move.started.set()
+        try:
+            move.run()
+            if move.swapped:
+                return
+            with self._moves_lock:
+                if self._moves.get(move.key) is move:
+                    del self._moves[move.key]
+                with self._logs_lock:
+                    if self.future_logs.get(move.key) is move.future:
+                        del self.future_logs[move.key]
+            self._drop_log_files(move.future)
+            if isinstance(move.error, OSError):
+                self.fail_dir(move.future.dir.parent, f"moving a replica failed: {move.error}")
+        finally:
+            move.done.set()
+
+    def _finish_move(self, move: FutureReplicaMove) -> bool:
+        """Swap a caught-up future log in (Kafka's replaceCurrentWithFutureLog): under the
+        current log's lock, copy what was appended since the last step, close the future
+        log, give its directory the partition's own name and reopen it, and exchange the
+        two logs' contents, so every holder of the log now writes to the new dir. The old
+        directory is renamed `-delete` and removed after file.delete.delay.ms (reads in
+        flight may still hold its files)."""
+        current, future = move.current, move.future
+        topic, partition = move.key
+        future.flush()  # the bulk of the fsyncs, before appends are held up
+        with current.lock:
+            if current.closed or move.cancelled.is_set():
+                return False
+            move.reconcile()
+            while move.copy_step():
+                pass
+            if future.log_end_offset != current.log_end_offset or (
+                future.leader_epoch_cache.latest_entry != current.leader_epoch_cache.latest_entry
+            ):
+                return False
+            high_watermark = current.high_watermark
+            log_start = current.log_start_offset
+            future.close()
+            final = checked_partition_dir(future.dir.parent, topic, partition)
+            os.replace(future.dir, final)
+            replacement = load_log(
+                final,
+                self.config_for(topic),
+                recovery_point=future.log_end_offset,
+                log_start_offset=log_start,
+                had_clean_shutdown=True,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+                clock=self.clock,
+            )
+            replacement.update_high_watermark(high_watermark)
+            current.exchange_contents(replacement)
+        old = replacement  # now holds the old files
+        with self._moves_lock:
+            self._moves.pop(move.key, None)
+            with self._logs_lock:
+                self.future_logs.pop(move.key, None)
+        log.info("moved %s-%d from %s to %s", topic, partition, old.dir.parent, final.parent)
+        delay = current.config.file_delete_delay_ms / 1000
+        doomed = old.dir.with_name(delete_dir_name(topic, partition))
+        try:
+            os.replace(old.dir, doomed)
+        except OSError as exc:
+            log.warning("renaming %s for deletion failed: %s", old.dir, exc)
+            doomed = old.dir
+        timer = threading.Timer(delay, self._remove_old_log, (old, doomed))
+        timer.daemon = True
+        timer.start()
+        return True
+
+    def _remove_old_log(self, old: Log, doomed: Path) -> None:
+        old.delete()
+        self.remove_dir(doomed)
+
+    def _drop_log_files(self, dropped: Log) -> None:
+        dropped.delete()
+        self.remove_dir(dropped.dir)
+
+    def cancel_move(self, tp: TopicPartition) -> None:
+        """Stop a partition's move and wait for its thread to let go (the copy is dropped)."""
+        move = self._moves.get(tp)
+        if move is None:
+            return
+        move.cancel()
+        if move.started.is_set() and not threading.current_thread().name.startswith(
+            "alter-log-dirs"
+        ):
+            move.done.wait(30)
+
+    def cancel_moves(self) -> None:
+        for move in list(self._moves.values()):
+            move.cancel()
+        movers, self._movers = self._movers, None
+        if movers is not None:
+            movers.shutdown(wait=True, cancel_futures=False)
+
+    def moving(self) -> dict[TopicPartition, FutureReplicaMove]:
+        with self._moves_lock:
+            return dict(self._moves)
+
+    # Failed log dirs ---------------------------------------------------------------------
+    def fail_dir(self, directory: Path, reason: str) -> list[TopicPartition]:
+        """Take a log dir offline after an I/O error, alone (Kafka's
+        LogManager.handleLogDirFailure): its logs stop (files released, nothing flushed:
+        the disk is not trusted), their partitions become offline (KAFKA_STORAGE_ERROR),
+        moves into or out of it stop, and the listeners hear of it. Safe from any thread;
+        a dir already offline changes nothing."""
+        with self._moves_lock:
+            if directory in self.offline_dirs or directory not in self.log_dirs:
+                return []
+            self.offline_dirs[directory] = reason
+            moves = [
+                m
+                for m in self._moves.values()
+                if m.current.dir.parent == directory or m.future.dir.parent == directory
+            ]
+        log.error("log dir %s is offline: %s", directory, reason)
+        for move in moves:
+            move.cancel()
+        with self._logs_lock:
+            failed = [(tp, lg) for tp, lg in self.logs.items() if lg.dir.parent == directory]
+            for tp, _ in failed:
+                del self.logs[tp]
+                self.offline_partitions[tp] = f"log dir {directory} is offline: {reason}"
+        for tp, partition_log in failed:
+            try:
+                partition_log.delete()  # releases the files; the directory stays
+            except Exception as exc:  # noqa: BLE001 - the disk already failed
+                log.debug("releasing %s-%d: %s", tp[0], tp[1], exc)
+        for listener in list(self.dir_failure_listeners):
+            try:
+                listener(directory, reason)
+            except Exception:  # noqa: BLE001
+                log.exception("log dir failure listener failed")
+        return [tp for tp, _ in failed]

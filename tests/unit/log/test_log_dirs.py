@@ -1,0 +1,131 @@
+"""Several log dirs in the log manager: where partitions go, moving a replica to another dir
+while it is written (the future replica and its swap), a failed dir taken offline alone."""
+
+import threading
+import time
+
+import pytest
+
+from brokerd.config import LogConfig
+from brokerd.log import errors
+from brokerd.log.log import parse_dir_name
+from brokerd.log.manager import LogManager, future_dir_name
+
+from .helpers import batch, read_all
+
+
+def started(dirs, **kw):
+    manager = LogManager(dirs, LogConfig(segment_bytes=2000, file_delete_delay_ms=0), **kw)
+    manager.startup()
+    return manager
+
+
+def wait_for(condition, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_future_dir_names_parse_as_their_partition():
+    name = future_dir_name("a-b.c", 7)
+    assert name.startswith("a-b.c-7.") and name.endswith("-future")
+    assert parse_dir_name(name) == ("a-b.c", 7)
+    # A topic that merely looks like one keeps its own partition.
+    assert parse_dir_name("x-future-3") == ("x-future", 3)
+
+
+def test_new_partitions_go_to_the_dir_with_fewest(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b", tmp_path / "c"]
+    manager = started(dirs)
+    for p in range(6):
+        manager.get_or_create_log("t", p)
+    counts = {d: sum(1 for lg in manager.all_logs() if lg.dir.parent == d) for d in dirs}
+    assert counts == {dirs[0]: 2, dirs[1]: 2, dirs[2]: 2}
+    manager.shutdown()
+
+
+def test_move_under_appends_loses_nothing(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = started([a, b])
+    partition_log = manager.get_or_create_log("t", 0)
+    source = partition_log.dir.parent
+    target = b if source == a else a
+    for i in range(200):
+        partition_log.append_as_leader(batch(b"before-%d" % i), leader_epoch=0)
+    stop = threading.Event()
+    appended = []
+
+    def produce():
+        i = 0
+        while not stop.is_set():
+            partition_log.append_as_leader(batch(b"during-%d" % i), leader_epoch=0)
+            appended.append(i)
+            i += 1
+
+    writer = threading.Thread(target=produce)
+    writer.start()
+    try:
+        manager.alter_log_dir("t", 0, str(target))
+        assert ("t", 0) in manager.future_logs
+        assert manager.future_logs[("t", 0)].dir.name.endswith("-future")
+        wait_for(lambda: partition_log.dir.parent == target)
+    finally:
+        stop.set()
+        writer.join()
+    # The same object now writes to the new dir; the old directory goes away.
+    assert manager.get_log("t", 0) is partition_log
+    assert ("t", 0) not in manager.future_logs
+    partition_log.append_as_leader(batch(b"after"), leader_epoch=0)
+    values = [r.value for r in read_all(partition_log)]
+    expected = [b"before-%d" % i for i in range(200)]
+    expected += [b"during-%d" % i for i in appended] + [b"after"]
+    assert values == expected
+    wait_for(lambda: not (source / "t-0").exists() and not list(source.glob("t-0.*")))
+    manager.shutdown()
+    # A restart finds it in the new dir only.
+    again = started([a, b])
+    assert again.get_log("t", 0).dir.parent == target
+    assert [r.value for r in read_all(again.get_log("t", 0))] == expected
+    again.shutdown()
+
+
+def test_alter_log_dir_errors(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = started([a, b])
+    with pytest.raises(errors.LogDirNotFoundError):
+        manager.alter_log_dir("t", 0, str(tmp_path / "elsewhere"))
+    with pytest.raises(errors.LogDirNotFoundError):
+        manager.alter_log_dir("t", 0, "a")  # not absolute
+    # No replica yet: REPLICA_NOT_AVAILABLE, and the dir is used when it is made.
+    with pytest.raises(errors.ReplicaNotAvailableError):
+        manager.alter_log_dir("t", 0, str(b))
+    assert manager.get_or_create_log("t", 0).dir.parent == b
+    # Already there: nothing to do.
+    manager.alter_log_dir("t", 0, str(b))
+    assert not manager.future_logs
+    manager.shutdown()
+
+
+def test_failed_dir_goes_offline_alone(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = started([a, b])
+    heard = []
+    manager.dir_failure_listeners.append(lambda d, reason: heard.append(d))
+    logs = [manager.get_or_create_log("t", p) for p in range(4)]
+    on_a = [lg for lg in logs if lg.dir.parent == a]
+    gone = manager.fail_dir(a, "test")
+    assert sorted(gone) == sorted((lg.topic, lg.partition) for lg in on_a)
+    assert heard == [a]
+    assert all(tp in manager.offline_partitions for tp in gone)
+    with pytest.raises(errors.KafkaStorageError):
+        on_a[0].append_as_leader(batch(b"x"), leader_epoch=0)
+    for lg in logs:
+        if lg.dir.parent == b:
+            lg.append_as_leader(batch(b"y"), leader_epoch=0)
+    # New partitions go to the live dir; moves into the failed dir are refused.
+    assert manager.get_or_create_log("u", 0).dir.parent == b
+    with pytest.raises(errors.KafkaStorageError):
+        manager.alter_log_dir("u", 0, str(a))
+    manager.checkpoint()  # the offline dir is skipped
+    manager.shutdown()
