@@ -226,6 +226,10 @@ def _field_skip(field: dataclasses.Field, flexible: bool, legacy_string: bool) -
     # type are not checked, as before: kio and the handlers take them as they come).
     null_name = None if nullable or legacy_string else field.name
     if isinstance(inner, type) and dataclasses.is_dataclass(inner):
+        if nullable and not is_array:
+            # A nullable struct (KIP-893, e.g. DescribeTopicPartitions' cursor): an int8
+            # marker, -1 for null, then the struct when present.
+            return _nullable_struct(_compiled(inner)), 1
         element: Skip | int = _compiled(inner)
         min_element = _min_width(inner)
         shape = _FIXED_SHAPES.get(inner)
@@ -249,6 +253,16 @@ def _field_skip(field: dataclasses.Field, flexible: bool, legacy_string: bool) -
     if is_array:
         return _array(flexible, element, min_element, null_name), 1 if flexible else 4
     return element, min_element
+
+
+def _nullable_struct(struct: Skip) -> Skip:
+    def skip(buf: bytes, pos: int, end: int) -> int:
+        _need(pos, 1, end)
+        if buf[pos] == 0xFF:  # -1: null
+            return pos + 1
+        return struct(buf, pos + 1, end)
+
+    return skip
 
 
 @cache
