@@ -49,6 +49,14 @@ DEFINITIONS = by_name(
             at_least=0,
             read_only=True,
         ),
+        ConfigDef(
+            "max.request.partition.size.limit",
+            "int",
+            2000,
+            "partitions one DescribeTopicPartitions response holds at most (KIP-966)",
+            at_least=1,
+            read_only=True,
+        ),
         # KIP-578's names (proposed, not in Kafka): unlimited by default, as Kafka is.
         ConfigDef(
             "max.partitions",
@@ -82,5 +90,6 @@ class ServerConfig:
     controlled_shutdown_retry_backoff_ms: int
     fetch_max_bytes: int
     max_incremental_fetch_session_cache_slots: int
+    max_request_partition_size_limit: int
     max_partitions: int
     max_broker_partitions: int

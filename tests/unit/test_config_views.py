@@ -68,6 +68,7 @@ NON_DEFAULTS = {
     "controlled.shutdown.retry.backoff.ms": ("250", 250),
     "fetch.max.bytes": ("2048", 2048),
     "max.incremental.fetch.session.cache.slots": ("12", 12),
+    "max.request.partition.size.limit": ("50", 50),
     "max.partitions": ("100", 100),
     "max.broker.partitions": ("50", 50),
     "socket.request.max.bytes": ("20000000", 20000000),
