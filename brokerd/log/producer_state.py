@@ -199,9 +199,11 @@ class ProducerStateManager:
         self._producers: dict[int, ProducerStateEntry] = {}
         self._map_end_offset = 0
         # Open transactions: first offset -> producer id (Kafka's ongoingTxns).
-        self._ongoing: dict[int, int] = {}
         # Completed transactions whose marker is not below the high watermark yet:
         # first offset -> marker offset (Kafka's unreplicatedTxns).
+        # Both are replaced, never changed in place, so the last stable offset can be
+        # read from any thread without the log's lock.
+        self._ongoing: dict[int, int] = {}
         self._unreplicated: dict[int, int] = {}
 
     # State ---------------------------------------------------------------------------
@@ -311,8 +313,9 @@ class ProducerStateManager:
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest transaction that is open or whose marker is not
         yet below the high watermark (Kafka's firstUnstableOffset); None when none is."""
-        first = min(self._ongoing, default=None)
-        unreplicated = min(self._unreplicated, default=None)
+        ongoing, unreplicated_txns = self._ongoing, self._unreplicated
+        first = min(ongoing, default=None)
+        unreplicated = min(unreplicated_txns, default=None)
         if unreplicated is not None and (first is None or unreplicated < first):
             return unreplicated
         return first
@@ -367,7 +370,7 @@ class ProducerStateManager:
         )
         if batch.is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first_offset
-            self._ongoing[first_offset] = producer_id
+            self._ongoing = {**self._ongoing, first_offset: producer_id}
         return None
 
     def _apply_end_txn_marker(
@@ -393,8 +396,8 @@ class ProducerStateManager:
                     offset,
                     self._last_stable_offset_after(entry.producer_id, offset),
                 )
-            self._ongoing.pop(first, None)
-            self._unreplicated[first] = offset
+            self._ongoing = {k: v for k, v in self._ongoing.items() if k != first}
+            self._unreplicated = {**self._unreplicated, first: offset}
         entry.maybe_update_epoch(batch.producer_epoch)
         entry.current_txn_first_offset = None
         entry.last_timestamp = batch.max_timestamp
@@ -419,8 +422,8 @@ class ProducerStateManager:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop all state and snapshots (the log was emptied or replaced)."""
         self._producers.clear()
-        self._ongoing.clear()
-        self._unreplicated.clear()
+        self._ongoing = {}
+        self._unreplicated = {}
         for snapshot_offset in self.snapshot_offsets():
             self._delete_snapshot(snapshot_offset)
         self._map_end_offset = offset
@@ -483,8 +486,8 @@ class ProducerStateManager:
         now_ms = _now_ms() if now_ms is None else now_ms
         self._delete_out_of_range_snapshots(log_start_offset, log_end_offset)
         self._producers.clear()
-        self._ongoing.clear()
-        self._unreplicated.clear()
+        self._ongoing = {}
+        self._unreplicated = {}
         for offset in reversed(self.snapshot_offsets()):
             if upto is not None and offset > upto:
                 continue
@@ -495,11 +498,15 @@ class ProducerStateManager:
                 log.warning("skipping producer snapshot %s: %s", path, exc)
                 self._delete_snapshot(offset)
                 continue
+            self._ongoing = {
+                entry.current_txn_first_offset: entry.producer_id
+                for entry in entries
+                if entry.current_txn_first_offset is not None
+                and not self._is_expired(entry, now_ms)
+            }
             for entry in entries:
                 if not self._is_expired(entry, now_ms):
                     self._producers[entry.producer_id] = entry
-                    if entry.current_txn_first_offset is not None:
-                        self._ongoing[entry.current_txn_first_offset] = entry.producer_id
             self._map_end_offset = offset
             return offset
         self._map_end_offset = log_start_offset
