@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         "configs", help="SCRAM users in ZooKeeper (kafka-configs.sh --zookeeper)", add_help=False
     )
     configs.set_defaults(run=_run_configs)
+
+    acls = commands.add_parser("acls", help="ACLs (kafka-acls.sh)", add_help=False)
+    acls.set_defaults(run=_run_acls)
     return parser
 
 
@@ -138,6 +141,14 @@ def _run_configs(args: argparse.Namespace, rest: list[str]) -> int:
     return configs.run(parser.parse_args(rest))
 
 
+def _run_acls(args: argparse.Namespace, rest: list[str]) -> int:
+    from brokerd.tools import acls
+
+    parser = argparse.ArgumentParser(prog="brokerd acls")
+    acls.add_arguments(parser)
+    return acls.run(parser.parse_args(rest))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
@@ -149,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_reassign(args, rest)
     if args.command == "configs":
         return _run_configs(args, rest)
+    if args.command == "acls":
+        return _run_acls(args, rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return args.run(args)

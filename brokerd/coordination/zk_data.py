@@ -46,6 +46,9 @@ DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"  # Kafka 2.x tools' legacy reassignment
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = f"{ISR_CHANGE_NOTIFICATION}/isr_change_"  # sequential children
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = f"{LOG_DIR_EVENT_NOTIFICATION}/log_dir_event_"  # sequential children
+LOG_DIR_FAILURE_EVENT = 1
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
@@ -78,6 +81,34 @@ def broker_config_path(entity: str) -> str:
 
 def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS}/{topic}"
+
+
+# ACLs (kafka.zk.ZkAclStore): literal patterns under /kafka-acl/<Type>/<name>, the others
+# under /kafka-acl-extended/<pattern type in lower case>/<Type>/<name>; change notifications
+# (sequential acl_changes_ nodes) under one path for each.
+ACL_LITERAL = "/kafka-acl"
+ACL_EXTENDED = "/kafka-acl-extended"
+ACL_LITERAL_CHANGES = "/kafka-acl-changes"
+ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
+ACL_PATHS = (ACL_LITERAL, ACL_EXTENDED, ACL_LITERAL_CHANGES, ACL_EXTENDED_CHANGES)
+
+
+def acl_root(pattern_type_name: str) -> str:
+    """The root for a pattern type (`LITERAL`, `PREFIXED`)."""
+    if pattern_type_name.upper() == "LITERAL":
+        return ACL_LITERAL
+    return f"{ACL_EXTENDED}/{pattern_type_name.lower()}"
+
+
+def acl_resource_path(pattern_type_name: str, resource_type_name: str, name: str) -> str:
+    """e.g. /kafka-acl/Topic/orders, /kafka-acl-extended/prefixed/Group/app-"""
+    return f"{acl_root(pattern_type_name)}/{resource_type_name}/{name}"
+
+
+def acl_change_prefix(pattern_type_name: str) -> str:
+    root = ACL_LITERAL_CHANGES if pattern_type_name.upper() == "LITERAL" else ACL_EXTENDED_CHANGES
+    return f"{root}/{ACL_CHANGE_PREFIX}"
 
 
 def new_kafka_uuid() -> str:
@@ -242,6 +273,20 @@ def isr_change_notification(partitions: Iterable[tuple[str, int]]) -> dict[str, 
         "version": 1,
         "partitions": [{"topic": topic, "partition": index} for topic, index in partitions],
     }
+
+
+def log_dir_event_notification(broker_id: int) -> dict[str, Any]:
+    """/log_dir_event_notification/log_dir_event_<seq> (Kafka's
+    LogDirEventNotificationSequenceZNode): a log dir of this broker failed."""
+    return {"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT}
+
+
+def parse_log_dir_event_notification(data: Any) -> int | None:
+    """The broker a log dir event names, None when malformed."""
+    try:
+        return int(data["broker"]) if isinstance(data, dict) else None
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def parse_isr_change_notification(data: Any) -> set[tuple[str, int]]:

@@ -1,16 +1,20 @@
-"""Which connections speak for a broker of the cluster: Kafka's CLUSTER_ACTION, by listener.
+"""Which requests speak for a broker of the cluster: Kafka's CLUSTER_ACTION.
 
 Kafka accepts LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown and follower
-Fetches only from principals holding CLUSTER_ACTION on the cluster. brokerd does not
-authenticate yet (PLAINTEXT only: every client is ANONYMOUS), so the listener is the
-identity: a connection on the inter-broker or the control-plane listener is a broker, one on
-any other listener is answered as Kafka answers a principal without the permission. The
-protection is a listener of its own bound where only brokers reach it; with one listener for
-everything, as Kafka without an authorizer, whoever reaches it is trusted.
+Fetches only from principals holding CLUSTER_ACTION on the cluster. With an authorizer
+(`authorizer.class.name`) that is the check: the principal (a broker's SASL user or
+certificate, normally in `super.users`) needs CLUSTER_ACTION on `kafka-cluster`, on any
+listener. Without one, the listener is the identity: a connection on the inter-broker or the
+control-plane listener is a broker, one on any other listener is answered as Kafka answers a
+principal without the permission; with one listener for everything, whoever reaches it is
+trusted, as in Kafka without an authorizer.
 """
 
 from __future__ import annotations
 
+from brokerd.security.acl import AclOperation
+
+from .authorization import NO_AUTHORIZER, RequestAuthorizer
 from .connection import current_listener
 
 
@@ -19,7 +23,10 @@ def broker_listener_names(config) -> frozenset[str]:
     return frozenset(name for name in names if name is not None)
 
 
-def request_from_broker(config) -> bool:
-    """The request being handled came in on a listener reserved for brokers."""
+def request_from_broker(config, auth: RequestAuthorizer = NO_AUTHORIZER) -> bool:
+    """The request being handled may act for a broker: CLUSTER_ACTION on the cluster with
+    an authorizer, else it came in on a listener reserved for brokers."""
+    if auth.enabled:
+        return auth.cluster(AclOperation.CLUSTER_ACTION)
     listener = current_listener.get()
     return listener is not None and listener in broker_listener_names(config)
