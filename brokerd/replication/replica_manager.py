@@ -109,6 +109,12 @@ class ReplicaManager:
     async def start(self) -> None:
         """After the log manager has loaded the logs: leftover deletions, then the periodic
         retention, checkpoints and ISR checks."""
+        loop = asyncio.get_running_loop()
+        self.log_manager.dir_failure_listeners.append(
+            lambda directory, reason: loop.call_soon_threadsafe(
+                self._spawn, self._on_log_dir_failure(directory)
+            )
+        )
         await self._delete_leftovers()
         self._maintenance = [
             asyncio.create_task(self._every(self._retention_check_interval_ms, self._retention)),
@@ -476,6 +482,35 @@ class ReplicaManager:
             else:
                 self._remove_later(outcome)
 
+    # A failed log dir ---------------------------------------------------------------------
+    async def _on_log_dir_failure(self, directory: Path) -> None:
+        """Kafka's ReplicaManager.handleLogDirFailure: the partitions on the dir the log
+        manager took offline stop (fetchers, leadership: clients get KAFKA_STORAGE_ERROR,
+        the replicas of other dirs go on), then the controller hears of it through
+        /log_dir_event_notification and moves their leadership."""
+        offline = self.log_manager.offline_partitions
+        async with self._sync_lock:
+            lost = set()
+            stopped = [k for k in self.partitions if k in offline]
+            for key in stopped:
+                await self.fetchers.remove_partition(key)
+                self.partitions.pop(key, None)
+                if self.leaders.pop(key, None) is not None:
+                    self.produce_purgatory.leadership_lost(key)
+                    lost.add(key)
+            self._notify_leadership(set(), lost)
+        log.error("log dir %s is offline: partitions %s stopped", directory, sorted(stopped))
+        if not self.log_manager.live_log_dirs():
+            log.error("every log dir is offline: this broker holds no replica any more")
+        try:
+            await self.zk.create_json(
+                zk_data.LOG_DIR_EVENT_PREFIX,
+                zk_data.log_dir_event_notification(self.local_id),
+                sequence=True,
+            )
+        except Exception:
+            log.warning("writing the log dir event notification failed", exc_info=True)
+
     # Lookups --------------------------------------------------------------------------
     def leader(self, topic: str, partition: int) -> Partition:
         """The led partition, or the error a client gets for it."""
@@ -506,9 +541,15 @@ class ReplicaManager:
                     ErrorCode.not_enough_replicas,
                     f"ISR {partition.isr} is smaller than min.insync.replicas {min_isr}",
                 )
-        info = partition.log.append_as_leader(
-            records, partition.leader_epoch, defer_flush=defer_flush
-        )
+        try:
+            info = partition.log.append_as_leader(
+                records, partition.leader_epoch, defer_flush=defer_flush
+            )
+        except OSError as exc:
+            # The disk failed (Kafka's LogDirFailureChannel): the dir goes offline alone.
+            directory = partition.log.dir.parent
+            self._spawn(asyncio.to_thread(self.log_manager.fail_dir, directory, str(exc)))
+            raise KafkaError(ErrorCode.kafka_storage_error, f"{directory}: {exc}") from exc
         self.purgatory.notify(partition.key)  # followers long-polling for data
         if partition.maybe_increment_high_watermark():
             self._high_watermark_moved(partition)
