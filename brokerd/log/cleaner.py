@@ -301,6 +301,19 @@ def collect_aborted_transactions(segments: list[LogSegment]) -> list[AbortedTxn]
     return aborted
 
 
+def aborted_transactions_below(log: Log, end: int) -> list[AbortedTxn]:
+    """The aborted transactions with data below `end`: from the markers of the segments
+    there (a segment written by the cleaner keeps no `.txnindex`) and, for a transaction
+    whose ABORT marker lies at or past `end` (its data cleanable, its marker not yet), from
+    the `.txnindex` of the later segments, as Kafka's cleaner finds them."""
+    found = collect_aborted_transactions(log.segments_overlapping(0, end))
+    known = {(txn.producer_id, txn.first_offset) for txn in found}
+    for txn in log.collect_aborted_transactions(end, end):
+        if txn.last_offset >= end and (txn.producer_id, txn.first_offset) not in known:
+            found.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset))
+    return found
+
+
 def first_uncleanable_offset(log: Log, now_ms: int) -> int:
     """Where the dirty range must stop: the active segment, the high watermark, the first
     open transaction (the last stable offset) and records younger than
@@ -350,7 +363,7 @@ class Cleaner:
             report.skipped = "no dirty data below the first uncleanable offset"
             return self._finish(report, started)
 
-        aborted = collect_aborted_transactions(log.segments_overlapping(0, uncleanable))
+        aborted = aborted_transactions_below(log, uncleanable)
         end_offset, report.partial = self.build_offset_map(
             log, first_dirty, uncleanable, aborted, report
         )
@@ -400,7 +413,7 @@ class Cleaner:
         map's end offset and whether the map filled up first (a partial pass: it then ends
         after the last batch it mapped whole)."""
         if aborted is None:
-            aborted = collect_aborted_transactions(log.segments_overlapping(0, end))
+            aborted = aborted_transactions_below(log, end)
         if report is None:
             report = CleanReport(log.topic, log.partition)
         partial = self._fill_offset_map(

@@ -323,3 +323,36 @@ def test_dump_log_prints_markers_and_txn_index_entries(tmp_path):
         "endTxnMarker: ABORT coordinatorEpoch: 3",
         "endTxnMarker: COMMIT coordinatorEpoch: 3",
     ]
+
+
+# Compaction ----------------------------------------------------------------------------------
+
+
+def test_cleaner_drops_aborted_data_whose_marker_is_past_the_cleanable_range(tmp_path):
+    """The abort marker sits in the active segment (never cleaned this pass): the cleaner
+    learns of the abort from that segment's .txnindex, as Kafka's does, so the aborted
+    value never replaces the committed one."""
+    from brokerd.log.cleaner import Cleaner
+
+    from .helpers import keyed_batch, read_all
+
+    log = open_log(tmp_path / "t-0", segment_bytes=300, cleanup_policy=("compact",))
+    log.append_as_leader(keyed_batch([(b"a", b"committed")]), 0)
+    aborted = keyed_batch(
+        [(b"a", b"aborted")],
+        producer_id=P1,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    log.append_as_leader(aborted, 0)
+    for i in range(8):
+        log.append_as_leader(keyed_batch([(b"f%d" % i, b"x" * 50)]), 0)
+    log.roll()
+    log.append_end_txn_marker(P1, 0, 0, commit=False, leader_epoch=0)
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == log.log_end_offset
+    report = Cleaner(1 << 16).clean(log, 0)
+    assert report.aborted_records_removed == 1
+    values = {r.key: r.value for r in read_all(log) if r.key is not None}
+    assert values[b"a"] == b"committed"
