@@ -35,6 +35,7 @@ from brokerd.util.background import BackgroundTasks
 from . import election, zk_data
 from .channel import ControllerChannel, EndpointFor
 from .controller_context import ControllerContext
+from .log_dir_failures import LogDirFailures
 from .metadata import MetadataCache, TopicInfo
 from .partition_state_machine import PartitionStateMachine
 from .partition_states import PartitionStateWriter
@@ -100,6 +101,9 @@ class Controller:
         )
         # Callbacks (topic, partitions) that remove this broker's replicas of a deleted topic.
         self.on_topic_deleted = self.deletions.on_topic_deleted
+        # Failed log dirs (KIP-112): notifications in, replicas answered offline out.
+        self.log_dir_failures = LogDirFailures(zk_client, cache, self.context, self.partitions)
+        self.channel.on_offline_replicas = self._replicas_offline
         cache.controller_listeners.append(self._controller_changed)
 
     @property
@@ -405,17 +409,18 @@ class Controller:
             self.partitions.send_leader_and_isr(set(self.context.live), everything)
             self.partitions.send_update_metadata(set(self.context.live), everything)
             self.announced = set(everything)
+            await self.log_dir_failures.on_notifications(self._log_dir_event)
 
     async def _read_live_brokers(self) -> dict[int, int]:
         """Registered broker ids and their registrations' czxids. /brokers/ids is watched by
         the very read that lists it: a broker registering after the read fires the watch,
         even one registering while a new controller is still taking office."""
-        live = {}
-        for child in await self.zk.children(zk_data.BROKER_IDS, watch=self._brokers_changed):
-            czxid = await self.zk.creation_zxid(zk_data.broker_path(int(child)))
-            if czxid is not None:
-                live[int(child)] = czxid
-        return live
+        ids = [
+            int(child)
+            for child in await self.zk.children(zk_data.BROKER_IDS, watch=self._brokers_changed)
+        ]
+        stats = await self.zk.exists_many([zk_data.broker_path(b) for b in ids])
+        return {b: stat.czxid for b, stat in zip(ids, stats, strict=True) if stat is not None}
 
     def _brokers_changed(self, *_: object) -> None:
         if not self.stopped and self.is_active:
@@ -430,6 +435,7 @@ class Controller:
             new = {b for b, z in now.items() if self.context.live.get(b) != z}
             self.context.live = now
             self.context.shutting_down -= dead | new
+            self.log_dir_failures.brokers_changed(dead | new)
             await self.cache.refresh_brokers()
             if dead:
                 # A broker registered again under a new czxid (restarted before this
@@ -460,6 +466,25 @@ class Controller:
                 self.partitions.send_update_metadata(new, self.partitions.all_partitions())
                 self.reassignments.brokers_joined(new)
 
+    # Failed log dirs ----------------------------------------------------------------------
+    def _log_dir_event(self, *_: object) -> None:
+        if not self.stopped and self.is_active:
+            self._spawn(self.on_log_dir_event())
+
+    async def on_log_dir_event(self) -> None:
+        async with self._events:
+            if self.is_active:
+                await self.log_dir_failures.on_notifications(self._log_dir_event)
+
+    def _replicas_offline(self, broker: int, keys: list[tuple[str, int]]) -> None:
+        if not self.stopped and self.is_active:
+            self._spawn(self._on_replicas_offline(broker, keys))
+
+    async def _on_replicas_offline(self, broker: int, keys: list[tuple[str, int]]) -> None:
+        async with self._events:
+            if self.is_active:
+                await self.log_dir_failures.replicas_offline(broker, keys)
+
     # ISR change notifications -----------------------------------------------------------
     def _isr_changed(self, *_: object) -> None:
         if not self.stopped and self.is_active:
@@ -472,14 +497,18 @@ class Controller:
             children = await self.zk.children(
                 zk_data.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed
             )
+            # Notifications and then the states they name, a batch each (Kafka's
+            # processIsrChangeNotification reads them with the async API too).
+            paths = [f"{zk_data.ISR_CHANGE_NOTIFICATION}/{child}" for child in children]
             changed = set()
-            for child in children:
-                path = f"{zk_data.ISR_CHANGE_NOTIFICATION}/{child}"
-                found = await self.zk.get_json(path)
+            for found in await self.zk.get_json_many(paths):
                 changed |= zk_data.parse_isr_change_notification(found[0] if found else None)
-                await self.zk.delete(path)
-            for topic, index in changed:
-                found = await self.zk.get_json(zk_data.partition_state_path(topic, index))
+            await self.zk.delete_many(paths)
+            keys = sorted(changed)
+            states = await self.zk.get_json_many(
+                [zk_data.partition_state_path(topic, index) for topic, index in keys]
+            )
+            for (topic, index), found in zip(keys, states, strict=True):
                 info = self.cache.topic(topic)
                 if found is not None and info is not None:
                     info.states[index] = PartitionState.from_json(*found)

@@ -54,7 +54,7 @@ class PartitionStateMachine:
     ) -> list[PartitionKey]:
         """New states for partitions whose leader is not live (elected from the ISR) or
         whose ISR names a dead broker; written conditionally, re-read on a version clash."""
-        changed = []
+        changes = []
         for topic, index in self.all_partitions():
             info = self.cache.topic(topic)
             if info is None or index not in info.states:
@@ -70,9 +70,8 @@ class PartitionStateMachine:
             ) -> PartitionState | None:
                 return self.next_state(t, rs, current, live)
 
-            if await self.states.write(topic, index, compute):
-                changed.append((topic, index))
-        return changed
+            changes.append((topic, index, compute))
+        return await self.states.write_many(changes)
 
     def next_state(
         self, topic: str, replicas: list[int], state: PartitionState, live: Set[int]
@@ -117,8 +116,7 @@ class PartitionStateMachine:
         """Leadership of replicated partitions away from `broker_id` (in controlled
         shutdown) and it out of their ISRs; the partitions it still leads."""
         live = set(self.context.live)
-        changed = []
-        remaining = []
+        changes = []
         for topic, index in self.all_partitions():
             info = self.cache.topic(topic)
             if info is None:
@@ -132,9 +130,12 @@ class PartitionStateMachine:
                     broker_id, rs, state, live, self.context.shutting_down, self.context.epoch
                 )
 
-            if await self.states.write(topic, index, away):
-                changed.append((topic, index))
-            if info.states[index].leader == broker_id:
+            changes.append((topic, index, away))
+        changed = await self.states.write_many(changes)
+        remaining = []
+        for topic, index, _away in changes:
+            state = self.cache.partition_state(topic, index)
+            if state is not None and state.leader == broker_id:
                 remaining.append((topic, index))
         self.send_leader_and_isr(live, changed)
         self.send_update_metadata(live, changed)
@@ -155,13 +156,16 @@ class PartitionStateMachine:
         keys = self.all_partitions() if partitions is None else partitions
         live = set(self.context.live)
         results: dict[PartitionKey, ErrorCode] = {}
-        changed = []
+        changes = []
+        outcomes: dict[PartitionKey, list[PartitionState | ErrorCode]] = {}
         for topic, index in keys:
             info = self.cache.topic(topic)
             if info is None or index not in info.states:
                 results[(topic, index)] = ErrorCode.unknown_topic_or_partition
                 continue
             outcome: list[PartitionState | ErrorCode] = []
+            outcomes[(topic, index)] = outcome
+            results[(topic, index)] = ErrorCode.unknown_server_error  # unless written below
             replicas = info.assignment.get(index, [])
 
             def choose(
@@ -173,14 +177,14 @@ class PartitionStateMachine:
                 out[:] = [found]
                 return found if isinstance(found, PartitionState) else None
 
-            if await self.states.write(topic, index, choose):
-                changed.append((topic, index))
-                results[(topic, index)] = ErrorCode.none
-            else:
-                found = outcome[0] if outcome else ErrorCode.unknown_server_error
-                results[(topic, index)] = (
-                    found if isinstance(found, ErrorCode) else ErrorCode.unknown_server_error
-                )
+            changes.append((topic, index, choose))
+        changed = await self.states.write_many(changes)
+        written = set(changed)
+        for key in changed:
+            results[key] = ErrorCode.none
+        for key, outcome in outcomes.items():
+            if key not in written and outcome and isinstance(outcome[0], ErrorCode):
+                results[key] = outcome[0]
         self.send_leader_and_isr(live, changed)
         self.send_update_metadata(live, changed)
         return results

@@ -52,7 +52,7 @@ class TopicDeletionManager:
                 mine = [p for p, rs in info.assignment.items() if broker_id in rs]
                 if mine:
                     self.requests.send_stop_replica(broker_id, name, mine, delete=True)
-        await self.zk.delete(zk_data.topic_path(name), recursive=True)
+        await self.zk.delete_tree(zk_data.topic_path(name))  # a batch per level, not per znode
         await self.zk.delete(zk_data.topic_config_path(name))
         await self.zk.delete(zk_data.delete_topic_path(name))
         self.cache.forget_topic(name)

@@ -71,9 +71,21 @@ class Parts:
             zk_data.topic_path(name),
             zk_data.topic_assignment(zk_data.new_kafka_uuid(), assignment),
         )
-        for index, replicas in assignment.items():
-            state = PartitionState(replicas[0], 0, list(replicas), self.context.epoch)
-            await self.zk.create_json(zk_data.partition_state_path(name, index), state.to_json())
+        await self.zk.ensure_path(zk_data.partitions_path(name))
+        await self.zk.create_many(
+            [(f"{zk_data.partitions_path(name)}/{index}", b"") for index in assignment]
+        )
+        await self.zk.create_many(
+            [
+                (
+                    zk_data.partition_state_path(name, index),
+                    zk_data.encode(
+                        PartitionState(replicas[0], 0, list(replicas), self.context.epoch).to_json()
+                    ),
+                )
+                for index, replicas in assignment.items()
+            ]
+        )
         await self.cache.refresh_topic(name)
 
     async def state(self, topic: str, index: int) -> PartitionState:
