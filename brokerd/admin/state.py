@@ -88,6 +88,7 @@ def partition_view(ctx: AdminContext, topic: str, partition: int) -> dict[str, A
     leo = log.log_end_offset
     view.update(
         high_watermark=log.high_watermark,
+        last_stable_offset=log.last_stable_offset,
         log_end_offset=leo,
         log_start_offset=log.log_start_offset,
         recovery_point=log.recovery_point,

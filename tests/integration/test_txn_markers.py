@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from brokerd.protocol.errors import ErrorCode
 from brokerd.records.batch import SimpleRecord, build_batch
+from tests.integration.test_admin_api import admin_for
 from tests.integration.wire import WireClient, nested, request
 from tests.integration.wire_calls import SECOND, create
 
@@ -223,6 +224,8 @@ def test_markers_lso_and_read_committed_consumers(broker, topic_name):
         assert fetch(client, topic_name, 0, READ_COMMITTED).last_stable_offset == 0
         assert latest_offset(client, topic_name, READ_COMMITTED) == 0
         assert latest_offset(client, topic_name, 0) == 6
+        p0 = admin_for(broker).ok("GET", f"/v1/partitions/{topic_name}/0")
+        assert (p0["last_stable_offset"], p0["high_watermark"]) == (0, 6)
 
         # Only brokers may write markers: a client gets CLUSTER_AUTHORIZATION_FAILED.
         intruder = write_markers(client, [(committer, 0, True, 0, [(topic_name, [0])])])
