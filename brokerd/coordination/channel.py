@@ -76,6 +76,7 @@ class _BrokerQueue:
                         break
                     await asyncio.sleep(RETRY_SECONDS)
                     continue
+                self.channel.leader_and_isr_answered(self.broker_id, request, response)
                 code = getattr(response, "error_code", ErrorCode.none)
                 if code != ErrorCode.none:
                     log.warning(
@@ -133,6 +134,9 @@ class ControllerChannel:
         self.config = config
         self.endpoint_for = endpoint_for or _plaintext_endpoint
         self.queues: dict[int, _BrokerQueue] = {}
+        # Called with (broker id, [(topic, partition)]) when a broker answers a LeaderAndIsr
+        # with KAFKA_STORAGE_ERROR for replicas on a failed log dir.
+        self.on_offline_replicas: Callable[[int, list[tuple[str, int]]], None] | None = None
         self._removals = BackgroundTasks(log, "stopping the queue of a removed broker failed")
 
     def control_endpoint(self, info):
@@ -164,6 +168,18 @@ class ControllerChannel:
         queues, self.queues = self.queues, {}
         for queue in queues.values():
             await queue.stop()
+
+    def leader_and_isr_answered(self, broker_id: int, request, response) -> None:
+        callback = self.on_offline_replicas
+        if callback is None or not isinstance(request, interbroker.LeaderAndIsrRequest):
+            return
+        offline = [
+            (e.topic_name, e.partition_index)
+            for e in getattr(response, "partition_errors", ())
+            if e.error_code == ErrorCode.kafka_storage_error
+        ]
+        if offline:
+            callback(broker_id, offline)
 
     # Requests -----------------------------------------------------------------------------
     def send_leader_and_isr(self, broker_id: int, states) -> None:

@@ -33,6 +33,7 @@ from brokerd.config import LogConfig, ReplicationConfig
 from brokerd.coordination import zk_data
 from brokerd.coordination.topic_liveness import topic_is_live
 from brokerd.coordination.zk_data import PartitionState
+from brokerd.log.errors import LogError
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.util.background import BackgroundTasks
 
@@ -282,9 +283,7 @@ class ReplicaManager:
                     key not in self.leaders or state.leader_epoch != current.leader_epoch
                 ):
                     starts.append((current, state.leader_epoch))
-        log.warning("T apply %d made %d", len(entries), len(new))
         recorded = await _each_off_loop(lambda p, epoch: p.log.assign_epoch_start(epoch), starts)
-        log.warning("T epochs %d", len(starts))
         for (partition, _epoch), outcome in zip(starts, recorded, strict=True):
             if isinstance(outcome, Exception):
                 results[partition.key] = self._failed(partition.topic, partition.partition, outcome)
@@ -301,8 +300,13 @@ class ReplicaManager:
 
     @staticmethod
     def _failed(topic: str, index: int, exc: Exception) -> ErrorCode:
-        log.error("LeaderAndIsr for %s-%d failed", topic, index, exc_info=exc)
-        return getattr(exc, "error_code", ErrorCode.kafka_storage_error)
+        code = ErrorCode(getattr(exc, "error_code", ErrorCode.kafka_storage_error))
+        if code == ErrorCode.kafka_storage_error and isinstance(exc, LogError):
+            # A replica on a failed log dir: the controller hears it from this answer.
+            log.warning("LeaderAndIsr for %s-%d: %s", topic, index, exc)
+        else:
+            log.error("LeaderAndIsr for %s-%d failed", topic, index, exc_info=exc)
+        return code
 
     async def _refusal(
         self,
