@@ -12,6 +12,7 @@ import datetime
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .acls import AclAdmin
 from .cluster import Cluster, TopicPartition
 from .errors import ErrorCode, KafkaResponseError, check, error_code
 from .groups import GroupAdmin
@@ -58,7 +59,7 @@ def _ms(seconds: float) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
-class AdminClient(GroupAdmin):
+class AdminClient(GroupAdmin, AclAdmin):
     def __init__(self, cluster: Cluster, *, operation_timeout: float = 30.0):
         self.cluster = cluster
         self.operation_timeout = operation_timeout

@@ -32,6 +32,9 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     20: VersionRange(1, 6),  # DeleteTopics
     21: VersionRange(0, 2),  # DeleteRecords
     22: VersionRange(0, 4),  # InitProducerId
+    29: VersionRange(1, 3),  # DescribeAcls (v1: pattern types)
+    30: VersionRange(1, 3),  # CreateAcls
+    31: VersionRange(1, 3),  # DeleteAcls
     32: VersionRange(1, 4),  # DescribeConfigs
     33: VersionRange(0, 2),  # AlterConfigs
     35: VersionRange(1, 4),  # DescribeLogDirs
@@ -60,6 +63,9 @@ API_NAMES = {
     20: "DeleteTopics",
     21: "DeleteRecords",
     22: "InitProducerId",
+    29: "DescribeAcls",
+    30: "CreateAcls",
+    31: "DeleteAcls",
     32: "DescribeConfigs",
     33: "AlterConfigs",
     35: "DescribeLogDirs",

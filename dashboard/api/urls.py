@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from . import views_acls as acls
 from . import views_clusters as clusters
 from . import views_groups as groups
 from . import views_maintenance as maintenance
@@ -24,6 +25,8 @@ urlpatterns = [
     path(C, clusters.ClusterDetail.as_view(), name="cluster"),
     path(f"{C}/brokers", clusters.BrokerList.as_view(), name="brokers"),
     path(f"{C}/brokers/<int:broker_id>", clusters.BrokerDetail.as_view(), name="broker"),
+    path(f"{C}/acls", acls.AclList.as_view(), name="acls"),
+    path(f"{C}/acls:batch", acls.AclBatch.as_view(), name="acls-batch"),
     # Before the topic routes: REST Proxy v3 spells "every topic/partition" as "-".
     path(
         f"{C}/topics/-/partitions/-/reassignment",

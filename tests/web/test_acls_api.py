@@ -1,0 +1,179 @@
+"""ACLs through the REST admin in REST Proxy v3's shape (/acls, /acls:batch) against a real
+broker with Kafka's AclAuthorizer on SASL_PLAINTEXT: the platform connects as the super user
+admin; what it creates a real client (confluent-kafka's AdminClient) sees, and the reverse;
+viewers read but never change; bad input is a 400 with a message; a cluster without an
+authorizer answers in Kafka's words."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from dashboard.core.models import AuditLog, Cluster
+from tests.conftest import new_broker
+from tests.sasl_support import plain_jaas
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+API = "/api/v3/clusters/secured/acls"
+
+
+@pytest.fixture(scope="module")
+def acl_broker(zookeeper, tmp_path_factory):
+    jaas = plain_jaas(users=USERS)
+    process = new_broker(
+        zookeeper,
+        tmp_path_factory,
+        client_protocol="SASL_PLAINTEXT",
+        internal_protocol="SASL_PLAINTEXT",
+        num_partitions="1",
+    )
+    process.props.update(
+        {
+            f"listener.name.{listener}.{key}": value
+            for listener in ("sasl_plaintext", "internal")
+            for key, value in (
+                ("sasl.enabled.mechanisms", "PLAIN"),
+                ("plain.sasl.jaas.config", jaas),
+            )
+        }
+    )
+    process.props.update(
+        {
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:admin",
+        }
+    )
+    yield process.start()
+    process.kill()
+
+
+@pytest.fixture
+def secured(db, acl_broker):
+    cluster = Cluster(
+        name="secured",
+        bootstrap_servers=acl_broker.bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_username="admin",
+    )
+    cluster.set_sasl_password(USERS["admin"])
+    cluster.full_clean()
+    cluster.save()
+    return cluster
+
+
+def admin_client(broker) -> AdminClient:
+    return AdminClient(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": "admin",
+            "sasl.password": USERS["admin"],
+        }
+    )
+
+
+def test_acls_created_by_rest_are_seen_by_a_real_client_and_deleted_by_filter(
+    secured, acl_broker, operator_api, viewer_api
+):
+    alice_reads = {
+        "resource_type": "TOPIC",
+        "resource_name": "orders-",
+        "pattern_type": "PREFIXED",
+        "principal": "User:alice",
+        "host": "*",
+        "operation": "READ",
+        "permission": "ALLOW",
+    }
+    assert operator_api.post(API, alice_reads, format="json").status_code == 201
+    batch = {
+        "data": [
+            {**alice_reads, "resource_type": "GROUP", "resource_name": "billing",
+             "pattern_type": "LITERAL"},
+            {**alice_reads, "operation": "WRITE", "permission": "DENY"},
+        ]
+    }  # fmt: skip
+    assert operator_api.post(f"{API}:batch", batch, format="json").status_code == 201
+
+    listed = viewer_api.get(API, {"principal": "User:alice"}).json()
+    assert listed["kind"] == "KafkaAclList"
+    seen = {(a["resource_type"], a["resource_name"], a["operation"], a["permission"])
+            for a in listed["data"]}  # fmt: skip
+    assert seen == {
+        ("TOPIC", "orders-", "READ", "ALLOW"),
+        ("GROUP", "billing", "READ", "ALLOW"),
+        ("TOPIC", "orders-", "WRITE", "DENY"),
+    }
+    assert all(
+        a["kind"] == "KafkaAcl" and "/acls?" in a["metadata"]["self"] for a in listed["data"]
+    )
+
+    # A client nobody here wrote sees them in ZooKeeper's copy the brokers keep.
+    client = admin_client(acl_broker)
+    described = client.describe_acls(
+        AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:alice", None,
+                         AclOperation.ANY, AclPermissionType.ANY)
+    ).result(30)  # fmt: skip
+    assert len(described) == 3
+    # ... and what it creates, the REST API lists.
+    futures = client.create_acls(
+        [AclBinding(ResourceType.TOPIC, "audit", ResourcePatternType.LITERAL, "User:alice", "*",
+                    AclOperation.DESCRIBE, AclPermissionType.ALLOW)]
+    )  # fmt: skip
+    for future in futures.values():
+        future.result(30)
+    audit = viewer_api.get(API, {"resource_name": "audit", "resource_type": "TOPIC"}).json()
+    assert [a["operation"] for a in audit["data"]] == ["DESCRIBE"]
+
+    # Viewers read, never change.
+    assert viewer_api.post(API, alice_reads, format="json").status_code == 403
+    assert viewer_api.delete(f"{API}?principal=User:alice").status_code == 403
+
+    deleted = operator_api.delete(
+        f"{API}?resource_type=TOPIC&resource_name=orders-&pattern_type=PREFIXED"
+    )
+    assert deleted.status_code == 200
+    assert sorted(a["operation"] for a in deleted.json()["data"]) == ["READ", "WRITE"]
+    left = viewer_api.get(API, {"principal": "User:alice"}).json()["data"]
+    assert sorted(a["resource_name"] for a in left) == ["audit", "billing"]
+    assert AuditLog.objects.filter(action__startswith="acl.", succeeded=True).count() == 3
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"resource_type": "TABLE"}, "resource_type"),
+        ({"operation": "SMASH"}, "operation"),
+        ({"principal": "alice"}, "principal"),
+        ({"pattern_type": "MATCH"}, "pattern_type"),
+    ],
+)
+def test_bad_acls_are_400s_naming_the_field(secured, operator_api, body, field):
+    good = {
+        "resource_type": "TOPIC",
+        "resource_name": "t",
+        "principal": "User:alice",
+        "operation": "READ",
+        "permission": "ALLOW",
+    }
+    answer = operator_api.post(API, {**good, **body}, format="json")
+    assert answer.status_code == 400
+    assert field in answer.json()["errors"]
+
+
+def test_a_cluster_without_an_authorizer_says_so(kafka_cluster, viewer_api):
+    answer = viewer_api.get("/api/v3/clusters/local/acls")
+    assert answer.status_code == 400
+    assert answer.json()["kafka_error"] == "SECURITY_DISABLED"
