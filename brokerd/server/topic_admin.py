@@ -4,6 +4,7 @@ names, sizes, configs."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Mapping, Sequence
 
@@ -12,10 +13,15 @@ from brokerd.coordination.controller import Controller
 from brokerd.coordination.metadata import MetadataCache, TopicInfo
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.replication.replica_manager import ReplicaManager
+from brokerd.util.background import BackgroundTasks
 
 from .partition_limits import check_broker_limit, check_new_partitions
 
+log = logging.getLogger(__name__)
+
 MAX_TOPIC_NAME_LENGTH = 249
+# How long a CreateTopics answer waits for this broker's replicas of the new partitions.
+LOCAL_REPLICAS_WAIT_S = 2.0
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -71,6 +77,7 @@ class TopicAdmin:
         self.controller = controller
         self.replicas = replicas
         self.lock = lock  # topic creation, deletion, partition changes: one at a time
+        self._background = BackgroundTasks(log, "taking up new partitions failed")
 
     def plan_assignment(
         self,
@@ -171,5 +178,14 @@ class TopicAdmin:
             if validate_only:
                 return assignment, overrides, None
             info = await self.controller.create_topic(name, assignment, overrides)
-            await self.replicas.sync_leadership()
+            await self._take_up_new_partitions()
             return assignment, overrides, info
+
+    async def _take_up_new_partitions(self) -> None:
+        """This broker's replicas of the new partitions (their logs made, leaders taking
+        appends). The answer waits for them at most LOCAL_REPLICAS_WAIT_S: as with Kafka,
+        CreateTopics answers once the assignment and the leaders are stored, and a topic of
+        thousands of partitions does not hold the answer while its logs are made; they
+        follow in the background (NOT_LEADER_OR_FOLLOWER, retriable, meanwhile)."""
+        syncing = self._background.spawn(self.replicas.sync_leadership())
+        await asyncio.wait({syncing}, timeout=LOCAL_REPLICAS_WAIT_S)
