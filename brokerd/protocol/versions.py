@@ -52,6 +52,10 @@ SUPPORTED: dict[int, VersionRange] = {
     21: VersionRange(0, 2),  # DeleteRecords
     22: VersionRange(0, 4),  # InitProducerId
     23: VersionRange(2, 4),  # OffsetForLeaderEpoch
+    24: VersionRange(0, 3),  # AddPartitionsToTxn (v4+: brokers' batches, KIP-890)
+    25: VersionRange(0, 3),  # AddOffsetsToTxn
+    26: VersionRange(0, 3),  # EndTxn (v5+: transaction version 2, KIP-890)
+    28: VersionRange(0, 3),  # TxnOffsetCommit
     27: VersionRange(1, 2),  # WriteTxnMarkers (coordinator to leaders; v2: KIP-890's version)
     32: VersionRange(1, 4),  # DescribeConfigs
     33: VersionRange(0, 2),  # AlterConfigs
@@ -67,6 +71,8 @@ SUPPORTED: dict[int, VersionRange] = {
     50: VersionRange(0, 0),  # DescribeUserScramCredentials
     51: VersionRange(0, 0),  # AlterUserScramCredentials
     60: VersionRange(0, 1),  # DescribeCluster
+    65: VersionRange(0, 0),  # DescribeTransactions
+    66: VersionRange(0, 1),  # ListTransactions (v1: duration filter)
     61: VersionRange(0, 0),  # DescribeProducers (KIP-664)
 }
 

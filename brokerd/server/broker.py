@@ -30,6 +30,9 @@ from brokerd.log.cleaner_manager import CleanerThread, LogCleanerManager
 from brokerd.log.manager import LogManager
 from brokerd.peer_security import peer_security
 from brokerd.replication.replica_manager import ReplicaManager
+from brokerd.transactions.coordinator import TransactionCoordinator
+from brokerd.transactions.markers import MarkerSender
+from brokerd.transactions.state_manager import TransactionStateManager
 from brokerd.util.background import BackgroundTasks
 
 from .connection import ConnectionServices
@@ -121,6 +124,26 @@ class Broker:
             config.server.max_incremental_fetch_session_cache_slots
         )
         self.producer_ids = ProducerIdManager(self.zk, self.broker_id)
+        transaction_state = TransactionStateManager(
+            self.replicas,
+            self.metadata,
+            config.transactions,
+            create_topic=self.topic_admin.create_topic,
+        )
+        self.transactions = TransactionCoordinator(
+            transaction_state,
+            MarkerSender(
+                self.broker_id,
+                self.metadata,
+                endpoint_of=self.replicas.inter_broker_endpoint,
+                security_for=functools.partial(peer_security, config),
+            ),
+            self.producer_ids,
+            config.transactions,
+            offsets_partition_for=self.groups.partition_for,
+            topic_exists=lambda topic: self.metadata.topic(topic) is not None,
+        )
+        self.replicas.leadership_listeners.append(self.transactions.on_leadership_change)
         self.dispatcher = Dispatcher(self._handler_context())
         self.dispatcher.observers.append(self.metrics.observe_request)
         connections = ConnectionServices.of(
@@ -147,6 +170,7 @@ class Broker:
             log_manager=self.log_manager,
             replicas=self.replicas,
             groups=self.groups,
+            transactions=self.transactions,
             controller=self.controller,
             zk=self.zk,
             producer_ids=self.producer_ids,
@@ -214,6 +238,7 @@ class Broker:
         # Before any leadership (LeaderAndIsr may arrive during the election): led
         # __consumer_offsets partitions load.
         self.groups.start()
+        self.transactions.start()  # and led __transaction_state partitions
         await self.controller.elect()
         await self.replicas.sync_leadership()
         await self._await_own_partitions()
@@ -265,6 +290,7 @@ class Broker:
         self.replicas.wake_all_waiters()
         # Parked JoinGroup/SyncGroup answers (NOT_COORDINATOR) before waiting on owed responses.
         await self.groups.shutdown()
+        await self.transactions.shutdown()
         for listener in self.listeners:
             await listener.drain()
         self._background.cancel_all()

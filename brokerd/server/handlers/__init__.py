@@ -19,6 +19,7 @@ from . import (
     sasl,
     scram_users,
     topics,
+    transactions,
     txn_markers,
 )
 
@@ -39,5 +40,6 @@ HANDLERS = {
     **sasl.HANDLERS,
     **scram_users.HANDLERS,
     **topics.HANDLERS,
+    **transactions.HANDLERS,
     **txn_markers.HANDLERS,
 }

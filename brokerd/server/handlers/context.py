@@ -19,6 +19,7 @@ from brokerd.coordination.zk_client import ZkClient
 from brokerd.groups.coordinator import GroupCoordinator
 from brokerd.log.manager import LogManager
 from brokerd.replication.replica_manager import ReplicaManager
+from brokerd.transactions.coordinator import TransactionCoordinator
 
 from ..dynamic_broker_config import DynamicBrokerConfigs
 from ..fetch_session import FetchSessionCache
@@ -33,6 +34,7 @@ class HandlerContext:
     log_manager: LogManager
     replicas: ReplicaManager
     groups: GroupCoordinator
+    transactions: TransactionCoordinator
     controller: Controller
     zk: ZkClient
     producer_ids: ProducerIdManager

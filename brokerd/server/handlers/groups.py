@@ -21,13 +21,13 @@ from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 from ..connection import current_peer
 from .context import HandlerContext
 from .metadata import request_listener_name
+from .transactions import find_transaction_coordinator
 
 log = logging.getLogger(__name__)
 
 E = ErrorCode
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-TRANSACTIONS_UNSUPPORTED = "transactions are not supported by this broker"
 # DescribeGroups authorized operations without ACLs: READ, DELETE, DESCRIBE (AclOperation bits).
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 OPERATIONS_NOT_REQUESTED = -(1 << 31)
@@ -48,16 +48,7 @@ def _client_host() -> str:
 async def _find(ctx: HandlerContext, key: str, key_type: int) -> dict:
     missing = {"node_id": -1, "host": "", "port": -1}
     if key_type == TRANSACTION_KEY_TYPE:
-        # No transaction coordinator here. COORDINATOR_NOT_AVAILABLE (what Kafka answers when
-        # __transaction_state cannot be created) and UNSUPPORTED_VERSION are retried by
-        # clients until their timeout; this error, Kafka's answer for a transactional id
-        # the caller may not use, is fatal in every client, so init_transactions() fails at
-        # once, as InitProducerId already answers a transactional id.
-        return {
-            **missing,
-            "error_code": E.transactional_id_authorization_failed,
-            "error_message": TRANSACTIONS_UNSUPPORTED,
-        }
+        return await find_transaction_coordinator(ctx, key, request_listener_name(ctx.config))
     if key_type != GROUP_KEY_TYPE:
         return {
             **missing,

@@ -1,7 +1,6 @@
 """InitProducerId (22): producer ids for idempotent producers, from ZooKeeper blocks.
 
-Transactions are not implemented yet, so a transactional id is refused (the client's
-transactional producer fails to initialise with a clear error instead of hanging).
+A transactional id goes to the transaction coordinator (handlers/transactions.py).
 """
 
 from __future__ import annotations
@@ -11,18 +10,13 @@ from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 
 from .context import HandlerContext
+from .transactions import init_transactional_producer_id
 
 
 async def handle_init_producer_id(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     if request.body.transactional_id is not None:
-        return build(
-            module.InitProducerIdResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.transactional_id_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
+        return await init_transactional_producer_id(ctx, request)
     producer_id = await ctx.producer_ids.next_id()
     return build(
         module.InitProducerIdResponse,
