@@ -290,6 +290,24 @@ class OffsetIndex(_Index):
             return OffsetPosition(self.base_offset, 0)
         return self.entry_at(slot)
 
+    def offset_at_or_after_position(self, position: int) -> int | None:
+        """The offset of the first entry whose position is >= `position` (entries'
+        positions ascend), else None: a binary search straight over the mapping."""
+        if self._pending:
+            self._write_pending()
+        mapped = self._mmap
+        if mapped is None:
+            raise ValueError(f"{self.path} is closed")
+        unpack = self.entry.unpack_from
+        low, high = 0, self.entries
+        while low < high:
+            middle = (low + high) // 2
+            if unpack(mapped, middle * 8)[1] < position:
+                low = middle + 1
+            else:
+                high = middle
+        return self.base_offset + unpack(mapped, low * 8)[0] if low < self.entries else None
+
     def append(self, offset: int, position: int) -> None:
         relative = offset - self.base_offset
         if self.entries and relative <= self._last()[0]:

@@ -389,16 +389,11 @@ class LogSegment:
     def fetch_upper_bound_offset(self, end_position: int) -> int | None:
         """An offset above every batch that starts before `end_position` (Kafka's
         fetchUpperBoundOffset): that of the first offset-index entry at or past it (an
-        entry names its batch's last offset), else None."""
-        index = self.offset_index
-        low, high = 0, index.entries
-        while low < high:  # entries' positions ascend: the first one >= end_position
-            middle = (low + high) // 2
-            if index.entry_at(middle).position < end_position:
-                low = middle + 1
-            else:
-                high = middle
-        return index.entry_at(low).offset if low < index.entries else None
+        entry names its batch's last offset), else None (also when the position is the
+        segment's end: the next segment's base bounds it)."""
+        if end_position >= self.size:
+            return None
+        return self.offset_index.offset_at_or_after_position(end_position)
 
     def read_entry_bytes(self, header: EntryHeader) -> bytes:
         return os.pread(self.file.fileno(), header.size, header.position)

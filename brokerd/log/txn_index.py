@@ -19,6 +19,7 @@ is only ever replaced or extended, never changed in place.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 import threading
@@ -46,6 +47,10 @@ class AbortedTxn(NamedTuple):
         return ENTRY.pack(
             VERSION, self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset
         )
+
+
+def _last_offset(txn: AbortedTxn) -> int:
+    return txn.last_offset
 
 
 class TxnSearchResult(NamedTuple):
@@ -101,7 +106,13 @@ class TransactionIndex:
         """Entries overlapping [fetch_offset, upper_bound_offset); complete when one shows the
         LSO had already reached the upper bound (no later segment can add to the answer)."""
         found = []
-        for txn in self._loaded():
+        entries = self._loaded()
+        # Entries ascend by last offset: those ending before the fetch offset never match
+        # (and no later one can when such an entry would have completed the search).
+        for index in range(
+            bisect.bisect_left(entries, fetch_offset, key=_last_offset), len(entries)
+        ):
+            txn = entries[index]
             if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
                 found.append(txn)
             if txn.last_stable_offset >= upper_bound_offset:
