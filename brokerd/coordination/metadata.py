@@ -233,7 +233,7 @@ class MetadataCache:
     async def _read_states(self, infos: dict[str, TopicInfo], new_states_only: bool) -> None:
         """The partition states of `infos` in one batch; a state not written yet is watched
         for its creation (and read, in one more batch, if it appeared in between)."""
-        keys = []
+        keys: list[tuple[str, int]] = []
         for name, info in infos.items():
             previous = self.topics.get(name) if new_states_only else None
             known = previous.states if previous and previous.topic_id == info.topic_id else {}

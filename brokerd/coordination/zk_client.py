@@ -474,9 +474,7 @@ class ZkClient:
     async def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
         """The children of every path in one batch (None for a missing znode)."""
         self.reads += len(paths)
-        found = await self._pipeline(
-            [lambda kazoo, p=p: kazoo.get_children_async(p) for p in paths]
-        )
+        found = await self._pipeline([_request("get_children_async", p) for p in paths])
         out: list[list[str] | None] = []
         for result in found:
             if isinstance(result, NoNodeError):
@@ -490,15 +488,13 @@ class ZkClient:
     async def create_many(self, items: Sequence[tuple[str, bytes]]) -> list[Exception | None]:
         """Create every (path, data) in one batch (parents must exist): per item None, or
         the NodeExistsError / NoNodeError it met."""
-        found = await self._pipeline(
-            [lambda kazoo, p=p, d=d: kazoo.create_async(p, d) for p, d in items]
-        )
+        found = await self._pipeline([_request("create_async", p, d) for p, d in items])
         return [_accepted(result, NodeExistsError, NoNodeError) for result in found]
 
     async def delete_many(self, paths: Sequence[str]) -> list[Exception | None]:
         """Delete every path (any version) in one batch: per item None, or the NoNodeError
         / NotEmptyError it met."""
-        found = await self._pipeline([lambda kazoo, p=p: kazoo.delete_async(p) for p in paths])
+        found = await self._pipeline([_request("delete_async", p) for p in paths])
         return [_accepted(result, NoNodeError, NotEmptyError) for result in found]
 
     async def delete_tree(self, path: str) -> None:
@@ -568,6 +564,15 @@ class ZkClient:
 PIPELINE_WINDOW = 1000
 # What a request of a batch meets while the connection (not the session) is down.
 _BATCH_CONNECTION_DOWN = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
+
+
+def _request(method: str, *args: Any) -> Callable[[KazooClient], Any]:
+    """A batch request: kazoo's `method` (one of its *_async calls) with `args`."""
+
+    def send(kazoo: KazooClient) -> Any:
+        return getattr(kazoo, method)(*args)
+
+    return send
 
 
 def _accepted(result: Any, *expected: type[Exception]) -> Exception | None:
