@@ -35,6 +35,7 @@ from .results import (
     ResourceType,
     raise_for_errors,
 )
+from .scram_users import ScramAdmin
 
 LIST_OFFSETS = 2
 CREATE_TOPICS = 19
@@ -59,7 +60,7 @@ def _ms(seconds: float) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
-class AdminClient(GroupAdmin, AclAdmin):
+class AdminClient(GroupAdmin, AclAdmin, ScramAdmin):
     def __init__(self, cluster: Cluster, *, operation_timeout: float = 30.0):
         self.cluster = cluster
         self.operation_timeout = operation_timeout

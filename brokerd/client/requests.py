@@ -45,6 +45,8 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     45: VersionRange(0, 1),  # AlterPartitionReassignments
     46: VersionRange(0, 0),  # ListPartitionReassignments
     47: VersionRange(0, 0),  # OffsetDelete
+    50: VersionRange(0, 0),  # DescribeUserScramCredentials
+    51: VersionRange(0, 0),  # AlterUserScramCredentials
     60: VersionRange(0, 1),  # DescribeCluster
 }
 
@@ -76,6 +78,8 @@ API_NAMES = {
     45: "AlterPartitionReassignments",
     46: "ListPartitionReassignments",
     47: "OffsetDelete",
+    50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials",
     60: "DescribeCluster",
 }
 

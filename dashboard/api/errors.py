@@ -40,6 +40,7 @@ KAFKA_STATUS = {
     ErrorCode.no_reassignment_in_progress: status.HTTP_404_NOT_FOUND,
     # The platform's stored credentials for the cluster, not the caller's input.
     ErrorCode.sasl_authentication_failed: status.HTTP_502_BAD_GATEWAY,
+    ErrorCode.resource_not_found: status.HTTP_404_NOT_FOUND,
 }
 
 

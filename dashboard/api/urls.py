@@ -11,6 +11,7 @@ from . import views_partitions as partitions
 from . import views_records as records
 from . import views_spark as spark
 from . import views_topics as topics
+from . import views_users as users
 
 C = "clusters/<str:cluster_id>"
 T = f"{C}/topics/<str:topic_name>"
@@ -27,6 +28,8 @@ urlpatterns = [
     path(f"{C}/brokers/<int:broker_id>", clusters.BrokerDetail.as_view(), name="broker"),
     path(f"{C}/acls", acls.AclList.as_view(), name="acls"),
     path(f"{C}/acls:batch", acls.AclBatch.as_view(), name="acls-batch"),
+    path(f"{C}/users", users.UserList.as_view(), name="users"),
+    path(f"{C}/users/<str:user_name>", users.UserDetail.as_view(), name="user"),
     # Before the topic routes: REST Proxy v3 spells "every topic/partition" as "-".
     path(
         f"{C}/topics/-/partitions/-/reassignment",

@@ -1,8 +1,8 @@
-"""ACLs through the REST admin in REST Proxy v3's shape (/acls, /acls:batch) against a real
-broker with Kafka's AclAuthorizer on SASL_PLAINTEXT: the platform connects as the super user
-admin; what it creates a real client (confluent-kafka's AdminClient) sees, and the reverse;
-viewers read but never change; bad input is a 400 with a message; a cluster without an
-authorizer answers in Kafka's words."""
+"""ACLs and SCRAM users through the REST admin (/acls and /acls:batch in REST Proxy v3's
+shape, /users) against a real broker with Kafka's AclAuthorizer on SASL_PLAINTEXT: the
+platform connects as the super user admin; what it creates a real client (confluent-kafka)
+sees and uses, and the reverse; viewers read but never change; bad input is a 400 with a
+message; a cluster without an authorizer answers in Kafka's words."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def acl_broker(zookeeper, tmp_path_factory):
             f"listener.name.{listener}.{key}": value
             for listener in ("sasl_plaintext", "internal")
             for key, value in (
-                ("sasl.enabled.mechanisms", "PLAIN"),
+                ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"),
                 ("plain.sasl.jaas.config", jaas),
             )
         }
@@ -177,3 +177,51 @@ def test_a_cluster_without_an_authorizer_says_so(kafka_cluster, viewer_api):
     answer = viewer_api.get("/api/v3/clusters/local/acls")
     assert answer.status_code == 400
     assert answer.json()["kafka_error"] == "SECURITY_DISABLED"
+
+
+def scram_client(broker, user: str, password: str) -> AdminClient:
+    return AdminClient(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": user,
+            "sasl.password": password,
+        }
+    )
+
+
+def test_scram_users_made_by_rest_log_in_with_a_real_client(
+    secured, acl_broker, operator_api, viewer_api
+):
+    users = "/api/v3/clusters/secured/users"
+    made = operator_api.post(
+        users,
+        {
+            "user_name": "dora",
+            "mechanism": "SCRAM-SHA-512",
+            "password": "dora-pw",
+            "iterations": 4096,
+        },
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    assert viewer_api.post(users, {"user_name": "x"}, format="json").status_code == 403
+    listed = viewer_api.get(users).json()
+    (dora,) = [u for u in listed["data"] if u["user_name"] == "dora"]
+    assert dora["credentials"] == [{"mechanism": "SCRAM-SHA-512", "iterations": 4096}]
+    assert "dora-pw" not in viewer_api.get(users).content.decode()
+    assert "dora-pw" not in repr(list(AuditLog.objects.values_list("details", flat=True)))
+
+    # A client nobody here wrote authenticates with it (Metadata needs no ACL).
+    scram_client(acl_broker, "dora", "dora-pw").list_topics(timeout=20)
+
+    assert operator_api.delete(f"{users}/dora").status_code == 204
+    assert viewer_api.get(f"{users}/dora").status_code == 404
+    with pytest.raises(Exception):  # noqa: B017 - librdkafka's authentication failure
+        scram_client(acl_broker, "dora", "dora-pw").list_topics(timeout=5)
+
+    bad = operator_api.post(
+        users, {"user_name": "eve", "mechanism": "SCRAM-SHA-1", "password": "p"}, format="json"
+    )
+    assert bad.status_code == 400 and "mechanism" in bad.json()["errors"]
