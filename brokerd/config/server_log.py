@@ -38,6 +38,14 @@ DEFINITIONS = by_name(
             at_least=0,
             read_only=True,
         ),
+        ConfigDef(
+            "num.recovery.threads.per.data.dir",
+            "int",
+            1,
+            "threads per log dir loading (and recovering) the logs at start-up and closing "
+            "them at shutdown; a dynamic change applies at the next start-up or shutdown",
+            at_least=1,
+        ),
     ]
 )
 
@@ -98,6 +106,7 @@ class ServerLogConfig:
     auto_create_topics_enable: bool
     log_retention_check_interval_ms: int
     log_flush_offset_checkpoint_interval_ms: int
+    num_recovery_threads_per_data_dir: int
 
     @property
     def dirs(self) -> list[str]:

@@ -59,7 +59,9 @@ def load_log(
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     _complete_interrupted_operations(directory, config)
-    segments = _open_segments(directory, config)
+    # After a crash, the segments from the one holding the recovery point on are scanned
+    # and their indexes rebuilt anyway: their (untrimmed) indexes are not checked first.
+    segments = _open_segments(directory, config, None if had_clean_shutdown else recovery_point)
 
     epochs = LeaderEpochFileCache(LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT))
     scanned: _ScannedProducerBatches | None = None
@@ -126,12 +128,25 @@ def _complete_interrupted_operations(directory: Path, config: LogConfig) -> None
         group_file.unlink(missing_ok=True)  # used above, or left by an unfinished cleaning
 
 
-def _open_segments(directory: Path, config: LogConfig) -> list[LogSegment]:
+def _open_segments(
+    directory: Path, config: LogConfig, recover_from: int | None = None
+) -> list[LogSegment]:
+    """Open every segment; check (or rebuild) the indexes of those recovery will not scan:
+    with `recover_from` (a crash's recovery point), the segment holding it and the later
+    ones are left to `_recover`."""
+    paths = sorted(directory.glob(f"*{LOG_SUFFIX}"))
+    bases = [offset_from_filename(path.name) for path in paths]
+    scanned_from = None
+    if recover_from is not None and bases:
+        scanned_from = max((b for b in bases if b <= recover_from), default=bases[0])
     segments = []
-    for log_path in sorted(directory.glob(f"*{LOG_SUFFIX}")):
-        base = offset_from_filename(log_path.name)
+    for log_path, base in zip(paths, bases, strict=True):
+        # Looked at before the segment opens its index (which creates a missing one).
         index_missing = not (directory / f"{log_path.name[:20]}{INDEX_SUFFIX}").exists()
         segment = LogSegment(directory, base, config, active=False)
+        if scanned_from is not None and base >= scanned_from:
+            segments.append(segment)
+            continue
         try:
             if index_missing:
                 raise CorruptIndexError(f"{segment.index_path} is missing")

@@ -99,6 +99,7 @@ NON_DEFAULTS = {
     "auto.create.topics.enable": ("false", False),
     "log.retention.check.interval.ms": ("1000", 1000),
     "log.flush.offset.checkpoint.interval.ms": ("2000", 2000),
+    "num.recovery.threads.per.data.dir": ("3", 3),
     "log.cleaner.enable": ("false", False),
     "log.cleaner.dedupe.buffer.size": ("2048", 2048),
     "log.cleaner.backoff.ms": ("100", 100),

@@ -133,3 +133,176 @@ def test_run_retention_on_demand_reports_per_partition(tmp_path):
         assert report.bytes_freed > 0
     assert manager.get_log("other", 0).log_end_offset == 1
     manager.shutdown()
+
+
+# Start-up in parallel, and the clean-shutdown marker ------------------------------------
+TORN_WRITE = b"\x00\x00\x00\x00\x00\x00\x00\x1e\x00\x00\x05"
+
+
+def _crash(manager):
+    """What a killed process leaves: no close, no checkpoint, no marker; its locks die."""
+    for fd in manager._locks:
+        os.close(fd)
+    manager._locks.clear()
+
+
+def _log_with_garbage_tail(tmp_path, clean: bool):
+    manager = started([tmp_path])
+    log = manager.get_or_create_log("t", 0)
+    for _ in range(10):
+        log.append_as_leader(batch(b"v" * 50), leader_epoch=0)
+    active = log.active_segment.log_path
+    if clean:
+        manager.shutdown()
+    else:
+        log.flush()
+        manager.checkpoint()
+        _crash(manager)
+    intact = active.stat().st_size
+    with open(active, "ab") as f:
+        f.write(TORN_WRITE)
+    return active, intact
+
+
+def test_a_cleanly_closed_log_dir_is_trusted_without_a_recovery_scan(tmp_path):
+    """Kafka's rule: with `.kafka_cleanshutdown` the files are trusted as they are (bytes
+    after the last batch stay); without it, recovery scans from the recovery point and cuts
+    what does not parse."""
+    active, intact = _log_with_garbage_tail(tmp_path / "clean", clean=True)
+    loaded = started([tmp_path / "clean"])
+    assert loaded.had_clean_shutdown[tmp_path / "clean"]
+    assert loaded.get_log("t", 0).log_end_offset == 10
+    assert active.stat().st_size == intact + len(TORN_WRITE)  # not scanned, not cut
+    loaded.shutdown()
+
+    active, intact = _log_with_garbage_tail(tmp_path / "crashed", clean=False)
+    recovered = started([tmp_path / "crashed"])
+    assert not recovered.had_clean_shutdown[tmp_path / "crashed"]
+    assert recovered.get_log("t", 0).log_end_offset == 10
+    assert active.stat().st_size == intact  # scanned and cut at the torn write
+    recovered.shutdown()
+
+
+def _instrumented_loads(monkeypatch, seen):
+    """Wrap the real load_log to see, per call, its thread and the loads running with it."""
+    import threading
+    import time
+
+    from brokerd.log import manager as manager_module
+
+    real = manager_module.load_log
+    lock = threading.Lock()
+    running: dict = {}
+
+    def load_log(directory, *args, **kwargs):
+        parent = directory.parent
+        with lock:
+            running[parent] = running.get(parent, 0) + 1
+            seen.append((parent, threading.current_thread().name, running[parent], dict(running)))
+        try:
+            time.sleep(0.05)  # long enough for every thread of the pool to take one
+            return real(directory, *args, **kwargs)
+        finally:
+            with lock:
+                running[parent] -= 1
+
+    monkeypatch.setattr(manager_module, "load_log", load_log)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_num_recovery_threads_per_data_dir_loads_each_dir_with_that_many_threads(
+    tmp_path, monkeypatch, threads
+):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = started(dirs)
+    for p in range(12):
+        manager.get_or_create_log("many", p).append_as_leader(batch(b"x"), leader_epoch=0)
+    manager.shutdown()
+
+    seen: list = []
+    _instrumented_loads(monkeypatch, seen)
+    loaded = started(dirs, recovery_threads_per_data_dir=threads)
+    assert len(loaded.logs) == 12 and not loaded.offline_partitions
+    for directory in dirs:
+        mine = [s for s in seen if s[0] == directory]
+        assert len(mine) == 6
+        # Each dir's loads run on `threads` threads of its own, never more at once.
+        assert len({name for _, name, _, _ in mine}) == threads
+        assert max(concurrent for _, _, concurrent, _ in mine) == threads
+    # The log dirs load at the same time, not one after the other.
+    assert any(len([n for n in running.values() if n]) == 2 for *_, running in seen)
+    loaded.shutdown()
+
+
+def test_the_marker_is_removed_before_any_log_is_opened(tmp_path, monkeypatch):
+    """KAFKA-10471: a crash while loading (logs half-recovered, segments rewritten) must not
+    find the marker at the next start-up and trust those files."""
+    manager = started([tmp_path])
+    manager.get_or_create_log("t", 0).append_as_leader(batch(b"x"), leader_epoch=0)
+    manager.shutdown()
+    assert (tmp_path / CLEAN_SHUTDOWN_MARKER).exists()
+
+    seen: list = []
+    marker_seen = []
+    from brokerd.log import manager as manager_module
+
+    _instrumented_loads(monkeypatch, seen)
+    wrapped = manager_module.load_log
+
+    def load_log(directory, *args, **kwargs):
+        marker_seen.append((directory.parent / CLEAN_SHUTDOWN_MARKER).exists())
+        return wrapped(directory, *args, **kwargs)
+
+    monkeypatch.setattr(manager_module, "load_log", load_log)
+    loaded = started([tmp_path])
+    assert loaded.had_clean_shutdown[tmp_path]  # loaded as clean all the same
+    assert marker_seen == [False]
+    loaded.shutdown()
+
+
+def test_shutdown_marks_only_the_log_dirs_whose_logs_all_closed(tmp_path, monkeypatch):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = started(dirs)
+    logs = [manager.get_or_create_log("spread", p) for p in range(2)]
+    broken = logs[0]
+
+    def failing_close():
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(broken, "close", failing_close)
+    manager.shutdown()
+    assert not (broken.dir.parent / CLEAN_SHUTDOWN_MARKER).exists()
+    assert (logs[1].dir.parent / CLEAN_SHUTDOWN_MARKER).exists()
+
+
+def test_after_a_crash_the_active_segment_is_scanned_once(tmp_path, caplog):
+    """A crashed broker leaves its active segments' indexes preallocated (untrimmed: their
+    entries, then zeros): recovery rebuilds them in its own scan, without a failed check
+    and a rebuild scan first."""
+    values = [b"v%02d" % i + b"." * 40 for i in range(35)]
+    # Several segments, and index entries in the active one.
+    config = LogConfig(segment_bytes=1500, index_interval_bytes=50)
+
+    def start():
+        manager = LogManager([tmp_path], config)
+        manager.startup()
+        return manager
+
+    manager = start()
+    log = manager.get_or_create_log("t", 0)
+    for i, value in enumerate(values[:30]):
+        log.append_as_leader(batch(value, timestamp=1000 + i), leader_epoch=0)
+    manager.shutdown()
+    reopened = start()  # the active segment's indexes preallocated again, entries first
+    log = reopened.get_log("t", 0)
+    for i, value in enumerate(values[30:]):
+        log.append_as_leader(batch(value, timestamp=2000 + i), leader_epoch=0)
+    _crash(reopened)
+    with caplog.at_level("WARNING", logger="brokerd.log.recovery"):
+        recovered = start()
+    assert not [r for r in caplog.records if "rebuilding the indexes" in r.getMessage()]
+    log = recovered.get_log("t", 0)
+    assert log.log_end_offset == 35
+    assert [r.value for r in read_all(log, 20)] == values[20:]
+    assert log.fetch_offset_by_timestamp(2002).offset == 32  # the rebuilt time index
+    recovered.shutdown()
