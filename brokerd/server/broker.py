@@ -79,6 +79,9 @@ class Broker:
             config.log_config(),
             config.explicit,
             topic_config=self._topic_log_config,
+            recovery_threads_per_data_dir=(
+                lambda: config.server_log.num_recovery_threads_per_data_dir
+            ),
         )
         # Made at start-up (log.cleaner.enable), after the dynamic configs it reads.
         self.cleaner: LogCleanerManager | None = None
