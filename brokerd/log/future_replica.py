@@ -70,6 +70,7 @@ class FutureReplicaMove:
                 if self._finish(self):
                     self.swapped = True
                     return
+                self.cancelled.wait(0.01)  # an append came in between: copy it next
         except Exception as exc:  # noqa: BLE001 - reported by the log manager, never raised
             self.error = exc
             log.error("moving %s-%d to %s failed: %s", *self.key, self.future.dir, exc)

@@ -645,10 +645,11 @@ class LogManager:
             move.reconcile()
             while move.copy_step():
                 pass
-            if future.log_end_offset != current.log_end_offset or (
-                future.leader_epoch_cache.latest_entry != current.leader_epoch_cache.latest_entry
-            ):
+            if future.log_end_offset != current.log_end_offset:
                 return False
+            # An epoch begun at the log end with nothing written in it yet (a leader elected
+            # again) is not carried over, as a restart does not keep it either: the first
+            # append at that epoch records it.
             high_watermark = current.high_watermark
             log_start = current.log_start_offset
             future.close()

@@ -129,3 +129,42 @@ def test_failed_dir_goes_offline_alone(tmp_path):
         manager.alter_log_dir("u", 0, str(a))
     manager.checkpoint()  # the offline dir is skipped
     manager.shutdown()
+
+
+def test_move_carries_an_epoch_with_no_batches_yet(tmp_path):
+    """A leader elected again records its epoch at the log end before any append: no batch
+    carries it, and the move must not wait for the copy to have it (it spun before)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = started([a, b])
+    partition_log = manager.get_or_create_log("t", 0)
+    target = b if partition_log.dir.parent == a else a
+    for i in range(20):
+        partition_log.append_as_leader(batch(b"v%d" % i), leader_epoch=3)
+    partition_log.assign_epoch_start(7)
+    manager.alter_log_dir("t", 0, str(target))
+    wait_for(lambda: partition_log.dir.parent == target)
+    # As after a restart, the empty epoch is recorded by its first append.
+    info = partition_log.append_as_leader(batch(b"at-7"), leader_epoch=7)
+    assert info.first_offset == 20
+    cache = partition_log.leader_epoch_cache
+    assert cache.end_offset_for(3, partition_log.log_end_offset) == (3, 20)
+    assert cache.epoch_for_offset(20) == 7
+    manager.shutdown()
+
+
+def test_move_follows_a_truncation_of_the_current_log(tmp_path):
+    """A follower's log truncated while it is copied: the copy is cut back with it."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = started([a, b])
+    partition_log = manager.get_or_create_log("t", 0)
+    target = b if partition_log.dir.parent == a else a
+    for i in range(300):
+        partition_log.append_as_leader(batch(b"old-%d" % i), leader_epoch=1)
+    manager.alter_log_dir("t", 0, str(target))
+    partition_log.truncate_to(150)
+    for i in range(10):
+        partition_log.append_as_leader(batch(b"new-%d" % i), leader_epoch=2)
+    wait_for(lambda: partition_log.dir.parent == target)
+    values = [r.value for r in read_all(partition_log)]
+    assert values == [b"old-%d" % i for i in range(150)] + [b"new-%d" % i for i in range(10)]
+    manager.shutdown()
