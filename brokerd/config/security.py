@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Kafka-defined security configs brokerd acts on (TLS listeners, SASL, principals,
-# KIP-368 re-authentication), also as `listener.name.<l>.<config>`. DescribeConfigs must not
-# call them "accepted but not applied".
+# KIP-368 re-authentication, the authorizer), also as `listener.name.<l>.<config>`.
+# DescribeConfigs must not call them "accepted but not applied".
 APPLIED_SECURITY_CONFIGS = frozenset(
     {
+        "authorizer.class.name",  # the ACL authorizer (brokerd.security.authorizer)
         "connection.failed.authentication.delay.ms",
         "connections.max.reauth.ms",
         "sasl.enabled.mechanisms",

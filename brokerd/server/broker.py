@@ -19,6 +19,7 @@ from brokerd.admin import ROUTES as ADMIN_ROUTES
 from brokerd.admin import AdminContext, AdminServer, BrokerMetrics, BrokerStateCollector
 from brokerd.config import BrokerConfig, Endpoint, LogConfig
 from brokerd.coordination import zk_client, zk_data
+from brokerd.coordination.acl_store import AclStore
 from brokerd.coordination.control_epochs import ControlRequestEpochs
 from brokerd.coordination.controlled_shutdown import ControlledShutdown
 from brokerd.coordination.controller import Controller
@@ -30,11 +31,13 @@ from brokerd.log.cleaner_manager import CleanerThread, LogCleanerManager
 from brokerd.log.manager import LogManager
 from brokerd.peer_security import peer_security
 from brokerd.replication.replica_manager import ReplicaManager
+from brokerd.security.authorizer import AclAuthorizer, authorizer_enabled
 from brokerd.transactions.coordinator import TransactionCoordinator
 from brokerd.transactions.markers import MarkerSender
 from brokerd.transactions.state_manager import TransactionStateManager
 from brokerd.util.background import BackgroundTasks
 
+from .authorization import RequestAuthorizer
 from .connection import ConnectionServices
 from .connection_quotas import ConnectionQuotas
 from .dispatcher import Dispatcher
@@ -147,6 +150,13 @@ class Broker:
             topic_exists=lambda topic: self.metadata.topic(topic) is not None,
         )
         self.replicas.leadership_listeners.append(self.transactions.on_leadership_change)
+        # authorizer.class.name: ACLs from ZooKeeper, kept current by change notifications.
+        self.acl_store: AclStore | None = None
+        self.auth = RequestAuthorizer()
+        if authorizer_enabled(config.get("authorizer.class.name")):
+            authorizer = AclAuthorizer.from_config(config.raw)
+            self.acl_store = AclStore(self.zk, authorizer, spawn=self.spawn)
+            self.auth = RequestAuthorizer(authorizer, self.acl_store)
         self.dispatcher = Dispatcher(self._handler_context())
         self.dispatcher.observers.append(self.metrics.observe_request)
         connections = ConnectionServices.of(
@@ -182,6 +192,7 @@ class Broker:
             dynamic_configs=self.dynamic_configs,
             topic_admin=self.topic_admin,
             admin_lock=self.admin_lock,
+            auth=self.auth,
         )
 
     def _admin_context(self) -> AdminContext:
@@ -222,6 +233,8 @@ class Broker:
         await self.zk.start()
         await self.metadata.load()
         await self.dynamic_configs.load()
+        if self.acl_store is not None:  # before the listeners: no request unauthorized-by-gap
+            await self.acl_store.start()
         await asyncio.to_thread(self.log_manager.startup)
         cluster_id = self.metadata.cluster_id
         if cluster_id is None:  # metadata.load() reads or creates it
@@ -278,6 +291,8 @@ class Broker:
             return
         self._stopping = True
         self.dynamic_configs.close()
+        if self.acl_store is not None:
+            self.acl_store.close()
         # Leadership moves away first, while this broker still serves (it may itself be
         # the controller answering the request).
         await ControlledShutdown(
@@ -334,6 +349,8 @@ class Broker:
             return  # the same session came back: nothing was lost
         log.warning("ZooKeeper session was re-established; registering broker again")
         await self._register()
+        if self.acl_store is not None:  # the ACL change watches died with the old session
+            await self.acl_store.resync()
         await self.controller.elect()
         await self.replicas.sync_leadership()
 

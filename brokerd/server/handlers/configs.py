@@ -35,6 +35,7 @@ from brokerd.coordination import zk_data
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation
 
 from ..topic_admin import validate_topic_name
 from .context import HandlerContext
@@ -262,8 +263,20 @@ def _broker_entity(ctx: HandlerContext, resource_name: str) -> str:
     return str(ctx.broker_id)
 
 
+def _check_access(ctx: HandlerContext, resource, operation: AclOperation) -> None:
+    """ACLs: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker
+    or broker logger (Kafka's KafkaApis)."""
+    if resource.resource_type == TOPIC:
+        if not ctx.auth.topic(operation, resource.resource_name):
+            raise KafkaError(ErrorCode.topic_authorization_failed)
+    elif resource.resource_type in (BROKER, BROKER_LOGGER):
+        if not ctx.auth.cluster(operation):
+            raise KafkaError(ErrorCode.cluster_authorization_failed)
+
+
 def _describe_one(ctx: HandlerContext, resource, include_synonyms: bool):
     keys = set(resource.configuration_keys or ())
+    _check_access(ctx, resource, AclOperation.DESCRIBE_CONFIGS)
     if resource.resource_type == TOPIC:
         validate_topic_name(resource.resource_name)
         info = ctx.metadata.topic(resource.resource_name)
@@ -510,6 +523,7 @@ async def _alter_all(ctx: HandlerContext, request: Request, incremental: bool):
         try:
             if index in refused:
                 raise refused[index]
+            _check_access(ctx, resource, AclOperation.ALTER_CONFIGS)
             async with ctx.admin_lock:
                 await _alter(ctx, resource, new_configs_of, body.validate_only)
         except Exception as exc:  # noqa: BLE001 - per-resource answer

@@ -21,6 +21,7 @@ from brokerd.log.manager import LogManager
 from brokerd.replication.replica_manager import ReplicaManager
 from brokerd.transactions.coordinator import TransactionCoordinator
 
+from ..authorization import NO_AUTHORIZER, RequestAuthorizer
 from ..dynamic_broker_config import DynamicBrokerConfigs
 from ..fetch_session import FetchSessionCache
 from ..topic_admin import TopicAdmin
@@ -44,3 +45,5 @@ class HandlerContext:
     topic_admin: TopicAdmin
     # Topic creation, deletion and partition changes, one at a time (shared with topic_admin).
     admin_lock: asyncio.Lock
+    # ACL checks for the request being handled (authorizer.class.name; off: all pass).
+    auth: RequestAuthorizer = NO_AUTHORIZER

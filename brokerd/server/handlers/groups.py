@@ -13,10 +13,12 @@ import datetime
 import logging
 
 from brokerd.groups import offsets_topic
+from brokerd.groups.coordinator import UNSTABLE_OFFSET
 from brokerd.groups.group import GroupState
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation, ResourceType
 
 from ..connection import current_peer
 from .context import HandlerContext
@@ -28,8 +30,6 @@ log = logging.getLogger(__name__)
 E = ErrorCode
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-# DescribeGroups authorized operations without ACLs: READ, DELETE, DESCRIBE (AclOperation bits).
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 OPERATIONS_NOT_REQUESTED = -(1 << 31)
 
 
@@ -47,6 +47,9 @@ def _client_host() -> str:
 # FindCoordinator --------------------------------------------------------------------------------
 async def _find(ctx: HandlerContext, key: str, key_type: int) -> dict:
     missing = {"node_id": -1, "host": "", "port": -1}
+    denied = _find_denied(ctx, key, key_type)  # ACLs: DESCRIBE on the group / id
+    if denied is not None:
+        return {**missing, "error_code": denied, "error_message": None}
     if key_type == TRANSACTION_KEY_TYPE:
         return await find_transaction_coordinator(ctx, key, request_listener_name(ctx.config))
     if key_type != GROUP_KEY_TYPE:
@@ -74,6 +77,16 @@ async def _find(ctx: HandlerContext, key: str, key_type: int) -> dict:
     }
 
 
+def _find_denied(ctx: HandlerContext, key: str, key_type: int) -> ErrorCode | None:
+    if key_type == GROUP_KEY_TYPE and not ctx.auth.group(AclOperation.DESCRIBE, key):
+        return E.group_authorization_failed
+    if key_type == TRANSACTION_KEY_TYPE and not ctx.auth.authorize(
+        AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return E.transactional_id_authorization_failed
+    return None
+
+
 async def handle_find_coordinator(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
@@ -97,6 +110,19 @@ async def handle_join_group(ctx: HandlerContext, request: Request):
     body = request.body
     version = request.api_version
     module = response_module(request.api_key, version)
+    if not ctx.auth.group(AclOperation.READ, body.group_id):
+        return build(
+            module.JoinGroupResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=E.group_authorization_failed,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if version >= 7 else "",
+            leader="",
+            skip_assignment=False,
+            member_id=body.member_id,
+            members=(),
+        )
     result = await ctx.groups.join_group(
         group_id=body.group_id,
         member_id=body.member_id,
@@ -138,6 +164,15 @@ async def handle_join_group(ctx: HandlerContext, request: Request):
 async def handle_sync_group(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
+    if not ctx.auth.group(AclOperation.READ, body.group_id):
+        return build(
+            module.SyncGroupResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=E.group_authorization_failed,
+            protocol_type=None,
+            protocol_name=None,
+            assignment=b"",
+        )
     error, assignment, group = await ctx.groups.sync_group(
         group_id=body.group_id,
         generation_id=body.generation_id,
@@ -160,6 +195,12 @@ async def handle_sync_group(ctx: HandlerContext, request: Request):
 async def handle_heartbeat(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
+    if not ctx.auth.group(AclOperation.READ, body.group_id):
+        return build(
+            module.HeartbeatResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=E.group_authorization_failed,
+        )
     error = ctx.groups.heartbeat(
         body.group_id,
         body.generation_id,
@@ -176,6 +217,13 @@ async def handle_leave_group(ctx: HandlerContext, request: Request):
         leaving = [(m.member_id, m.group_instance_id) for m in body.members]
     else:
         leaving = [(body.member_id, None)]
+    if not ctx.auth.group(AclOperation.READ, body.group_id):
+        return build(
+            module.LeaveGroupResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=E.group_authorization_failed,
+            members=(),
+        )
     error, results = ctx.groups.leave_group(body.group_id, leaving)
     if request.api_version < 3:
         # One member, one error: the member's own error becomes the response's.
@@ -206,11 +254,17 @@ async def handle_offset_commit(ctx: HandlerContext, request: Request):
     retention_ms = _ms(retention) if retention is not None else -1
     requested: dict[tuple[str, int], tuple[int, int | None, str | None]] = {}
     unknown: dict[tuple[str, int], int] = {}
+    group_allowed = ctx.auth.group(AclOperation.READ, body.group_id)
+    readable = ctx.auth.filter(AclOperation.READ, ResourceType.TOPIC, (t.name for t in body.topics))
     for topic in body.topics:
         info = ctx.metadata.topic(topic.name)
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
-            if info is None or partition.partition_index not in info.assignment:
+            if not group_allowed:  # ACLs: READ on the group, then on each topic
+                unknown[key] = E.group_authorization_failed
+            elif topic.name not in readable:
+                unknown[key] = E.topic_authorization_failed
+            elif info is None or partition.partition_index not in info.assignment:
                 unknown[key] = E.unknown_topic_or_partition
                 continue
             requested[key] = (
@@ -251,18 +305,24 @@ async def handle_offset_commit(ctx: HandlerContext, request: Request):
     )
 
 
-def _fetched_topics(module, topic_cls, partition_cls, error, offsets, requested_topics):
-    """Topics of an OffsetFetch answer: as requested, or every committed one (topics null)."""
+def _fetched_topics(
+    module, topic_cls, partition_cls, error, offsets, requested_topics, readable=None
+):
+    """Topics of an OffsetFetch answer: as requested, or every committed one (topics null);
+    with ACLs, only topics in `readable` (requested others: TOPIC_AUTHORIZATION_FAILED)."""
     if requested_topics is None:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(offsets):
+            if readable is not None and topic not in readable:
+                continue
             by_topic.setdefault(topic, []).append(partition)
         requested_topics = list(by_topic.items())
     out = []
     for name, partitions in requested_topics:
         rows = []
+        denied = readable is not None and name not in readable
         for partition in partitions:
-            value = offsets.get((name, partition))
+            value = None if denied else offsets.get((name, partition))
             rows.append(
                 build(
                     partition_cls,
@@ -270,22 +330,44 @@ def _fetched_topics(module, topic_cls, partition_cls, error, offsets, requested_
                     committed_offset=value.offset if value else -1,
                     committed_leader_epoch=value.leader_epoch if value else -1,
                     metadata=value.metadata if value else "",
-                    error_code=error,
+                    error_code=E.topic_authorization_failed if denied else _error(value, error),
                 )
             )
         out.append(build(topic_cls, name=name, partitions=tuple(rows)))
     return tuple(out)
 
 
-def _fetch_group(ctx: HandlerContext, group_id: str, topics) -> tuple[int, dict, list | None]:
+def _error(value, error: int) -> int:
+    """A partition's OffsetFetch error: UNSTABLE_OFFSET_COMMIT while a transaction holds
+    its offset pending (require_stable), else the group's."""
+    return E.unstable_offset_commit if value is UNSTABLE_OFFSET else error
+
+
+def _require_stable(body) -> bool:
+    return bool(getattr(body, "require_stable", False))
+
+
+def _fetch_group(
+    ctx: HandlerContext, group_id: str, topics, require_stable: bool = False
+) -> tuple[int, dict, list | None]:
     requested = None
     if topics is not None:
         requested = [(t.name, list(t.partition_indexes)) for t in topics]
     partitions = None
     if requested is not None:
         partitions = [(name, p) for name, ps in requested for p in ps]
-    error, offsets = ctx.groups.fetch_offsets(group_id, partitions)
+    if not ctx.auth.group(AclOperation.READ, group_id):  # ACLs: READ on the group
+        return E.group_authorization_failed, {}, requested
+    error, offsets = ctx.groups.fetch_offsets(group_id, partitions, require_stable)
     return error, offsets, requested
+
+
+def _readable(ctx: HandlerContext, offsets: dict, requested) -> set[str] | None:
+    """Topics whose offsets the principal may see (READ on the topic); None: no ACLs."""
+    if not ctx.auth.enabled:
+        return None
+    names = [name for name, _ in requested] if requested is not None else [t for t, _ in offsets]
+    return ctx.auth.filter(AclOperation.READ, ResourceType.TOPIC, names)
 
 
 async def handle_offset_fetch(ctx: HandlerContext, request: Request):
@@ -295,7 +377,9 @@ async def handle_offset_fetch(ctx: HandlerContext, request: Request):
     if version >= 8:
         groups = []
         for group in body.groups:
-            error, offsets, requested = _fetch_group(ctx, group.group_id, group.topics)
+            error, offsets, requested = _fetch_group(
+                ctx, group.group_id, group.topics, _require_stable(body)
+            )
             groups.append(
                 build(
                     module.OffsetFetchResponseGroup,
@@ -308,11 +392,12 @@ async def handle_offset_fetch(ctx: HandlerContext, request: Request):
                         E.none,
                         offsets,
                         requested if not error else [],
+                        _readable(ctx, offsets, requested),
                     ),
                 )
             )
         return build(module.OffsetFetchResponse, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    error, offsets, requested = _fetch_group(ctx, body.group_id, body.topics)
+    error, offsets, requested = _fetch_group(ctx, body.group_id, body.topics, _require_stable(body))
     if version < 2:
         # v1 has no top-level error: each requested partition carries it.
         topics = _fetched_topics(
@@ -322,6 +407,7 @@ async def handle_offset_fetch(ctx: HandlerContext, request: Request):
             error,
             offsets,
             requested or [],
+            _readable(ctx, offsets, requested),
         )
         return build(module.OffsetFetchResponse, topics=topics)
     topics = _fetched_topics(
@@ -331,6 +417,7 @@ async def handle_offset_fetch(ctx: HandlerContext, request: Request):
         E.none,
         offsets,
         requested if not error else [],
+        _readable(ctx, offsets, requested),
     )
     return build(
         module.OffsetFetchResponse, throttle_time=NO_THROTTLE, topics=topics, error_code=error
@@ -342,6 +429,11 @@ async def handle_list_groups(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     error, overviews = ctx.groups.list_groups()
+    if not ctx.auth.cluster(AclOperation.DESCRIBE):  # else only groups it may DESCRIBE
+        visible = ctx.auth.filter(
+            AclOperation.DESCRIBE, ResourceType.GROUP, (o.group_id for o in overviews)
+        )
+        overviews = [o for o in overviews if o.group_id in visible]
     states = {s.lower() for s in getattr(body, "states_filter", ()) or ()}
     types = {t.lower() for t in getattr(body, "types_filter", ()) or ()}
     listed = []
@@ -411,13 +503,29 @@ def _described_group(module, version: int, group_id: str, error, group, operatio
 async def handle_describe_groups(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
-    operations = (
-        GROUP_OPERATIONS
-        if getattr(body, "include_authorized_operations", False)
-        else OPERATIONS_NOT_REQUESTED
-    )
+    include_operations = getattr(body, "include_authorized_operations", False)
     described = []
     for group_id in body.groups:
+        if not ctx.auth.group(AclOperation.DESCRIBE, group_id):
+            described.append(
+                build(
+                    module.DescribedGroup,
+                    error_code=E.group_authorization_failed,
+                    error_message=None,
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=(),
+                    authorized_operations=OPERATIONS_NOT_REQUESTED,
+                )
+            )
+            continue
+        operations = (
+            ctx.auth.operations(ResourceType.GROUP, group_id)
+            if include_operations
+            else OPERATIONS_NOT_REQUESTED
+        )
         error, group = ctx.groups.describe_group(group_id)
         described.append(
             _described_group(module, request.api_version, group_id, error, group, operations)
@@ -430,7 +538,11 @@ async def handle_delete_groups(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     results = []
     for group_id in body.groups_names:
-        error = await ctx.groups.delete_group(group_id)
+        error: int
+        if not ctx.auth.group(AclOperation.DELETE, group_id):
+            error = E.group_authorization_failed
+        else:
+            error = await ctx.groups.delete_group(group_id)
         results.append(build(module.DeletableGroupResult, group_id=group_id, error_code=error))
     return build(module.DeleteGroupsResponse, throttle_time=NO_THROTTLE, results=tuple(results))
 
@@ -438,13 +550,23 @@ async def handle_delete_groups(ctx: HandlerContext, request: Request):
 async def handle_offset_delete(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
+    if not ctx.auth.group(AclOperation.DELETE, body.group_id):
+        return build(
+            module.OffsetDeleteResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=E.group_authorization_failed,
+            topics=(),
+        )
+    readable = ctx.auth.filter(AclOperation.READ, ResourceType.TOPIC, (t.name for t in body.topics))
     partitions = []
     unknown = {}
     for topic in body.topics:
         info = ctx.metadata.topic(topic.name)
         for p in topic.partitions:
             key = (topic.name, p.partition_index)
-            if info is None or p.partition_index not in info.assignment:
+            if topic.name not in readable:
+                unknown[key] = E.topic_authorization_failed
+            elif info is None or p.partition_index not in info.assignment:
                 unknown[key] = E.unknown_topic_or_partition
             else:
                 partitions.append(key)

@@ -19,6 +19,7 @@ from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation
 
 from ..cluster_action import request_from_broker
 from .context import HandlerContext
@@ -35,7 +36,7 @@ MESSAGES = {
 
 async def handle_controlled_shutdown(ctx: HandlerContext, request: Request):
     body = request.body
-    if not request_from_broker(ctx.config):
+    if not request_from_broker(ctx.config, ctx.auth):
         log.info(
             "refusing ControlledShutdown for broker %d: not on a broker listener", body.broker_id
         )
@@ -80,6 +81,9 @@ async def handle_elect_leaders(ctx: HandlerContext, request: Request):
             ),
         )
 
+    if not ctx.auth.cluster(AclOperation.ALTER):  # ACLs: ALTER on the cluster
+        denied = ErrorCode.cluster_authorization_failed
+        return respond(denied, dict.fromkeys(partitions or [], denied))
     if election_type not in (election.PREFERRED, election.UNCLEAN):
         return respond(ErrorCode.invalid_request, {})
     try:

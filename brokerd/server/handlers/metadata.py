@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from brokerd.config import BrokerConfig
@@ -9,6 +10,12 @@ from brokerd.coordination.zk_data import kafka_uuid_to_uuid, uuid_to_kafka
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    AclOperation,
+    ResourceType,
+)
 
 from ..connection import current_listener
 from ..topic_admin import INTERNAL_TOPICS, validate_topic_name
@@ -108,11 +115,33 @@ async def handle_metadata(ctx: HandlerContext, request: Request):
     )
     topics = []
     if all_topics:
-        for info in sorted(ctx.metadata.topics.values(), key=lambda t: t.name):
-            topics.append(_topic_entry(module, ctx, info))
+        infos = sorted(ctx.metadata.topics.values(), key=lambda t: t.name)
+        # ACLs: topics the principal may not DESCRIBE are left out.
+        described = ctx.auth.filter(
+            AclOperation.DESCRIBE, ResourceType.TOPIC, (i.name for i in infos)
+        )
+        for info in infos:
+            if info.name in described:
+                topics.append(_topic_entry(module, ctx, info))
     else:
+        named = (r.name for r in body.topics if r.name is not None)
+        described = ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, named)
         for requested in body.topics:
-            topics.append(await _requested_topic(ctx, module, requested, allow_auto_create))
+            topics.append(
+                await _requested_topic(ctx, module, requested, allow_auto_create, described)
+            )
+    if getattr(body, "include_topic_authorized_operations", False):
+        topics = [
+            dataclasses.replace(
+                t, topic_authorized_operations=ctx.auth.operations(ResourceType.TOPIC, t.name)
+            )
+            if t.name is not None
+            else t
+            for t in topics
+        ]
+    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+    if getattr(body, "include_cluster_authorized_operations", False):
+        cluster_operations = ctx.auth.operations(ResourceType.CLUSTER, CLUSTER_NAME)
     return build(
         module.MetadataResponse,
         throttle_time=NO_THROTTLE,
@@ -122,17 +151,24 @@ async def handle_metadata(ctx: HandlerContext, request: Request):
         cluster_id=ctx.metadata.cluster_id,
         controller_id=ctx.metadata.controller_id,
         topics=tuple(topics),
+        cluster_authorized_operations=cluster_operations,
     )
 
 
-async def _requested_topic(ctx: HandlerContext, module, requested, allow_auto_create):
+async def _requested_topic(
+    ctx: HandlerContext, module, requested, allow_auto_create, described: set[str]
+):
     name = requested.name
     topic_id = getattr(requested, "topic_id", None)
     if name is None and topic_id is not None:
         info = ctx.metadata.topic_by_id(uuid_to_kafka(topic_id))
         if info is None:
             return _error_topic(module, None, ErrorCode.unknown_topic_id, topic_id)
+        if not ctx.auth.topic(AclOperation.DESCRIBE, info.name):
+            return _error_topic(module, None, ErrorCode.topic_authorization_failed, topic_id)
         return _topic_entry(module, ctx, info)
+    if name not in described:  # denied and missing look alike (Kafka)
+        return _error_topic(module, name, ErrorCode.topic_authorization_failed)
     info = ctx.metadata.topic(name)
     if info is not None:
         return _topic_entry(module, ctx, info)
@@ -142,6 +178,8 @@ async def _requested_topic(ctx: HandlerContext, module, requested, allow_auto_cr
         return _error_topic(module, name, ErrorCode.invalid_topic_exception)
     if not allow_auto_create:
         return _error_topic(module, name, ErrorCode.unknown_topic_or_partition)
+    if not (ctx.auth.cluster(AclOperation.CREATE) or ctx.auth.topic(AclOperation.CREATE, name)):
+        return _error_topic(module, name, ErrorCode.topic_authorization_failed)
     try:
         _, _, info = await ctx.topic_admin.create_topic(
             name,
@@ -171,11 +209,15 @@ async def handle_describe_cluster(ctx: HandlerContext, request: Request):
             controller_id=-1,
             brokers=(),
         )
+    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+    if getattr(request.body, "include_cluster_authorized_operations", False):
+        cluster_operations = ctx.auth.operations(ResourceType.CLUSTER, CLUSTER_NAME)
     return build(
         module.DescribeClusterResponse,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         error_message=None,
+        cluster_authorized_operations=cluster_operations,
         endpoint_type=1,
         cluster_id=ctx.metadata.cluster_id,
         controller_id=ctx.metadata.controller_id,

@@ -8,6 +8,7 @@ import logging
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation, ResourceType
 
 from .context import HandlerContext
 
@@ -74,11 +75,14 @@ async def handle_list_offsets(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     from_replica = body.replica_id >= 0
     isolation = getattr(body, "isolation_level", 0)
+    described = ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, _names(body))
     topics = []
     for topic in body.topics:
         partitions = []
         for requested in topic.partitions:
             try:
+                if topic.name not in described:
+                    raise KafkaError(ErrorCode.topic_authorization_failed)
                 fields = _list_offset(ctx, topic.name, requested, from_replica, isolation)
                 error = ErrorCode.none
             except Exception as exc:  # noqa: BLE001 - per-partition answer
@@ -101,6 +105,7 @@ async def handle_list_offsets(ctx: HandlerContext, request: Request):
 async def handle_delete_records(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
+    deletable = ctx.auth.filter(AclOperation.DELETE, ResourceType.TOPIC, _names(body))
     topics = []
     for topic in body.topics:
         partitions = []
@@ -108,6 +113,8 @@ async def handle_delete_records(ctx: HandlerContext, request: Request):
             low_watermark = -1
             error = ErrorCode.none
             try:
+                if topic.name not in deletable:
+                    raise KafkaError(ErrorCode.topic_authorization_failed)
                 leader = ctx.replicas.leader(topic.name, requested.partition_index)
                 target = requested.offset
                 if target == -1:
@@ -131,6 +138,10 @@ async def handle_delete_records(ctx: HandlerContext, request: Request):
             build(module.DeleteRecordsTopicResult, name=topic.name, partitions=tuple(partitions))
         )
     return build(module.DeleteRecordsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def _names(body) -> list[str]:
+    return [topic.name for topic in body.topics]
 
 
 HANDLERS = {2: handle_list_offsets, 21: handle_delete_records}

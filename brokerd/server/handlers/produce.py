@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation as Op
+from brokerd.security.acl import ResourceType
 
 from ..request_order import effect_taken
 from .context import HandlerContext
@@ -77,9 +79,13 @@ async def handle_produce(ctx: HandlerContext, request: Request):
     appended: list[tuple[str, list[dict]]] = []
     to_flush: list[tuple[dict, Log, int]] = []
     to_replicate: list[tuple[dict, object, int]] = []
+    refused = _authorization_error(ctx, body)  # ACLs: WRITE on each topic (KafkaApis)
     for topic_data in body.topic_data:
         partitions = []
         for partition_data in topic_data.partition_data:
+            if topic_data.name in refused:
+                partitions.append(_refused(partition_data.index, refused[topic_data.name]))
+                continue
             fields, flush = _append(
                 ctx, topic_data.name, partition_data, acks, request.api_version, module
             )
@@ -123,6 +129,33 @@ async def _wait_for_replication(ctx: HandlerContext, pending, timeout: float) ->
         if code != ErrorCode.none and fields["error_code"] == ErrorCode.none:
             fields.update(error_code=code, base_offset=-1, log_start_offset=-1)
             fields["error_message"] = f"acks=all: {ErrorCode(code).name}"
+
+
+def _authorization_error(ctx: HandlerContext, body) -> dict[str, ErrorCode]:
+    """Topics refused by the ACLs and why: a transactional producer needs WRITE on its
+    transactional id, and every producer WRITE on each topic, as Kafka checks them."""
+    names = [t.name for t in body.topic_data]
+    if not ctx.auth.enabled:
+        return {}
+    transactional_id = getattr(body, "transactional_id", None)
+    if transactional_id is not None and not ctx.auth.authorize(
+        Op.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return dict.fromkeys(names, ErrorCode.transactional_id_authorization_failed)
+    writable = ctx.auth.filter(Op.WRITE, ResourceType.TOPIC, names)
+    return {n: ErrorCode.topic_authorization_failed for n in names if n not in writable}
+
+
+def _refused(index: int, code: ErrorCode) -> dict:
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "record_errors": (),
+        "error_message": None,
+    }
 
 
 def _has_transactional_batch(body) -> bool:

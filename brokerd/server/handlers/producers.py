@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 
-from brokerd.protocol.errors import ErrorCode, error_code_of
+from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation
 
 from .context import HandlerContext
 
@@ -24,6 +25,8 @@ API_KEY = 61
 
 def _partition(ctx: HandlerContext, module, topic: str, index: int):
     try:
+        if not ctx.auth.topic(AclOperation.READ, topic):  # ACLs: READ on the topic
+            raise KafkaError(ErrorCode.topic_authorization_failed)
         leader = ctx.replicas.leader(topic, index)
         producers = leader.log.active_producers()
     except Exception as exc:  # noqa: BLE001 - this partition's answer

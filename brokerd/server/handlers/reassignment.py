@@ -10,6 +10,7 @@ from __future__ import annotations
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation
 
 from .context import HandlerContext
 
@@ -26,9 +27,15 @@ async def handle_alter_partition_reassignments(ctx: HandlerContext, request: Req
     }
     allow_rf_change = bool(getattr(body, "allow_replication_factor_change", True))
     reassigner = ctx.controller.reassignments
-    error, message, results = await _as_controller_event(
-        ctx, lambda: reassigner.alter(requests, allow_rf_change)
-    )
+    error: int
+    message: str | None
+    results: dict
+    if not ctx.auth.cluster(AclOperation.ALTER):  # ACLs: ALTER on the cluster
+        error, message, results = ErrorCode.cluster_authorization_failed, None, {}
+    else:
+        error, message, results = await _as_controller_event(
+            ctx, lambda: reassigner.alter(requests, allow_rf_change)
+        )
     return build(
         module.AlterPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,
@@ -56,7 +63,13 @@ async def handle_list_partition_reassignments(ctx: HandlerContext, request: Requ
     async def listed():
         return reassigner.list(keys)
 
-    error, message, ongoing = await _as_controller_event(ctx, listed)
+    error: int
+    message: str | None
+    ongoing: dict
+    if not ctx.auth.cluster(AclOperation.DESCRIBE):  # ACLs: DESCRIBE on the cluster
+        error, message, ongoing = ErrorCode.cluster_authorization_failed, None, {}
+    else:
+        error, message, ongoing = await _as_controller_event(ctx, listed)
     return build(
         module.ListPartitionReassignmentsResponse,
         throttle_time=NO_THROTTLE,

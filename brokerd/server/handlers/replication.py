@@ -21,6 +21,7 @@ from brokerd.protocol import interbroker
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation, ResourceType
 
 from ..cluster_action import request_from_broker
 from ..connection import current_peer
@@ -34,7 +35,7 @@ async def _refusal(ctx: HandlerContext, request: Request) -> ErrorCode | None:
     """Why a controller request must not be obeyed, in Kafka's order (CLUSTER_ACTION, then
     the broker epoch), then the controller epoch against ZooKeeper; None to obey it."""
     body = request.body
-    if not request_from_broker(ctx.config):
+    if not request_from_broker(ctx.config, ctx.auth):
         log.info("refusing %s from %s: not on a broker listener", request.name, current_peer.get())
         return ErrorCode.cluster_authorization_failed
     epochs = ctx.control_epochs
@@ -160,11 +161,14 @@ async def handle_offset_for_leader_epoch(ctx: HandlerContext, request: Request):
     current epoch, else the start offset of the next larger epoch."""
     module = response_module(request.api_key, request.api_version)
     topics = []
+    denied = _epoch_lookup_denied(ctx, request.body)
     for topic in request.body.topics:
         partitions = []
         for requested in topic.partitions:
             fields = {"partition": requested.partition, "error_code": ErrorCode.none}
             try:
+                if topic.topic in denied:
+                    raise KafkaError(denied[topic.topic])
                 leader = ctx.replicas.leader(topic.topic, requested.partition)
                 current = getattr(requested, "current_leader_epoch", -1)
                 if current >= 0 and current < leader.leader_epoch:
@@ -186,6 +190,20 @@ async def handle_offset_for_leader_epoch(ctx: HandlerContext, request: Request):
     return build(
         module.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE, topics=tuple(topics)
     )
+
+
+def _epoch_lookup_denied(ctx: HandlerContext, body) -> dict[str, ErrorCode]:
+    """ACLs, as Kafka: a follower (replica id >= 0) needs CLUSTER_ACTION, a consumer
+    DESCRIBE on each topic."""
+    if not ctx.auth.enabled:
+        return {}
+    names = [t.topic for t in body.topics]
+    if getattr(body, "replica_id", -1) >= 0:
+        if ctx.auth.cluster(AclOperation.CLUSTER_ACTION):
+            return {}
+        return dict.fromkeys(names, ErrorCode.cluster_authorization_failed)
+    described = ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    return {n: ErrorCode.topic_authorization_failed for n in names if n not in described}
 
 
 HANDLERS = {

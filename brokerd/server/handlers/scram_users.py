@@ -15,6 +15,7 @@ from brokerd.coordination import zk_data
 from brokerd.protocol.errors import ErrorCode
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation
 from brokerd.security.sasl.credentials import USERS_PATH, credential_from_node, user_path
 from brokerd.security.sasl.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
 
@@ -45,6 +46,14 @@ def _credential_infos(module, config: dict[str, str]) -> tuple:
 
 async def handle_describe(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
+    if not ctx.auth.cluster(AclOperation.DESCRIBE):  # ACLs: DESCRIBE on the cluster
+        return build(
+            module.DescribeUserScramCredentialsResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            results=(),
+        )
     asked = [u.name for u in request.body.users] if request.body.users else None
     if asked is None:
         asked_all = [unquote(name) for name in sorted(await ctx.zk.children(USERS_PATH))]
@@ -118,6 +127,10 @@ async def handle_alter(ctx: HandlerContext, request: Request):
 
     def fail(user: str, code: ErrorCode, message: str) -> None:
         errors.setdefault(user, (code, message))
+
+    if not ctx.auth.cluster(AclOperation.ALTER):  # ACLs: ALTER on the cluster
+        for user in users:
+            fail(user, ErrorCode.cluster_authorization_failed, "")
 
     seen = Counter((d.name, d.mechanism) for d in body.deletions) + Counter(
         (u.name, u.mechanism) for u in body.upsertions

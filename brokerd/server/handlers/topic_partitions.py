@@ -20,16 +20,13 @@ from brokerd.coordination.zk_data import kafka_uuid_to_uuid
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation, ResourceType
 
 from ..topic_admin import INTERNAL_TOPICS, validate_topic_name
 from .context import HandlerContext
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_LEADER = -1
-# Kafka's authorizedOperations for a topic when no authorizer is configured: every
-# operation a topic supports (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
-# DESCRIBE_CONFIGS, ALTER_CONFIGS) as a bit field of their codes.
-TOPIC_OPERATIONS_WITHOUT_AUTHORIZER = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 async def handle_describe_topic_partitions(ctx: HandlerContext, request: Request):
@@ -51,6 +48,9 @@ async def handle_describe_topic_partitions(ctx: HandlerContext, request: Request
     )
     remaining = limit
     topics = []
+    # ACLs: DESCRIBE on each topic; others are left out of a listing, or answered
+    # TOPIC_AUTHORIZATION_FAILED when named (Kafka).
+    described = ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     next_cursor = None
     live = set(ctx.metadata.brokers)
     for name in sorted(names):
@@ -58,6 +58,10 @@ async def handle_describe_topic_partitions(ctx: HandlerContext, request: Request
             # Every partition of the topics before is in; the next page starts here.
             next_cursor = build(module.Cursor, topic_name=name, partition_index=0)
             break
+        if name not in described:
+            if not all_topics:
+                topics.append(_unknown_topic(module, name, ErrorCode.topic_authorization_failed))
+            continue
         info = ctx.metadata.topic(name)
         if info is None:
             if not all_topics:
@@ -73,7 +77,7 @@ async def handle_describe_topic_partitions(ctx: HandlerContext, request: Request
                 topic_id=kafka_uuid_to_uuid(info.topic_id),
                 is_internal=name in INTERNAL_TOPICS,
                 partitions=partitions,
-                topic_authorized_operations=TOPIC_OPERATIONS_WITHOUT_AUTHORIZER,
+                topic_authorized_operations=ctx.auth.operations(ResourceType.TOPIC, name),
             )
         )
         if next_index != -1:
@@ -120,12 +124,13 @@ def _partitions(
     return tuple(out), next_index
 
 
-def _unknown_topic(module, name: str):
-    try:
-        validate_topic_name(name)
-        error = ErrorCode.unknown_topic_or_partition
-    except KafkaError:
-        error = ErrorCode.invalid_topic_exception
+def _unknown_topic(module, name: str, error: ErrorCode | None = None):
+    if error is None:
+        try:
+            validate_topic_name(name)
+            error = ErrorCode.unknown_topic_or_partition
+        except KafkaError:
+            error = ErrorCode.invalid_topic_exception
     return build(
         module.DescribeTopicPartitionsResponseTopic,
         error_code=error,

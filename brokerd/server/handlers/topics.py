@@ -15,6 +15,7 @@ from brokerd.coordination.zk_data import kafka_uuid_to_uuid, uuid_to_kafka
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation
 
 from ..topic_admin import validate_topic_name
 from .configs import describe_topic
@@ -34,6 +35,7 @@ async def handle_create_topics(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     counts = Counter(topic.name for topic in body.topics)
+    may_create_any = ctx.auth.cluster(AclOperation.CREATE)  # else CREATE on each topic
     results = []
     for topic in body.topics:
         fields = {
@@ -51,6 +53,8 @@ async def handle_create_topics(ctx: HandlerContext, request: Request):
                     ErrorCode.invalid_request,
                     f"Create topics request from client contains a duplicate topic: {topic.name}",
                 )
+            if not may_create_any and not ctx.auth.topic(AclOperation.CREATE, topic.name):
+                raise KafkaError(ErrorCode.topic_authorization_failed, "Authorization failed.")
             explicit = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
             if explicit and (topic.num_partitions != -1 or topic.replication_factor != -1):
                 raise KafkaError(
@@ -112,7 +116,11 @@ async def handle_delete_topics(ctx: HandlerContext, request: Request):
                 info = ctx.metadata.topic_by_id(uuid_to_kafka(topic_id))
                 if info is None:
                     raise KafkaError(ErrorCode.unknown_topic_id)
+                if not ctx.auth.topic(AclOperation.DELETE, info.name):
+                    raise KafkaError(ErrorCode.topic_authorization_failed)
             else:
+                if not ctx.auth.topic(AclOperation.DELETE, name):
+                    raise KafkaError(ErrorCode.topic_authorization_failed)
                 info = ctx.metadata.topic(name)
                 if info is None and _is_legal(name):
                     # Created through another broker a moment ago: ZooKeeper knows it.
@@ -178,6 +186,8 @@ async def handle_create_partitions(ctx: HandlerContext, request: Request):
         try:
             if counts[topic.name] > 1:
                 raise KafkaError(ErrorCode.invalid_request, "Duplicate topic in request.")
+            if not ctx.auth.topic(AclOperation.ALTER, topic.name):
+                raise KafkaError(ErrorCode.topic_authorization_failed)
             async with ctx.admin_lock:
                 info = ctx.metadata.topic(topic.name)
                 if info is None or info.marked_for_deletion:

@@ -60,7 +60,7 @@ async def handle_write_txn_markers(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
     markers = [_Marker(int(m.producer_id)) for m in body.markers]
-    if not request_from_broker(ctx.config):
+    if not request_from_broker(ctx.config, ctx.auth):
         log.info("refusing WriteTxnMarkers from %s: not a broker", current_peer.get())
         for marker, requested in zip(markers, body.markers, strict=True):
             marker.outcomes = [

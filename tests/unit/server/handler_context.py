@@ -15,6 +15,7 @@ from brokerd.coordination.metadata import MetadataCache
 from brokerd.coordination.zk_client import ZkClient
 from brokerd.coordination.zk_data import BrokerInfo
 from brokerd.protocol import framing
+from brokerd.server.authorization import NO_AUTHORIZER
 from brokerd.server.connection import ResponseParts, current_listener
 from brokerd.server.fetch_session import FetchSessionCache
 from brokerd.server.handlers.context import HandlerContext
@@ -57,6 +58,7 @@ def context(config: BrokerConfig | None = None, **collaborators: Any) -> Handler
     values: dict[str, Any] = dict.fromkeys(HandlerContext.__dataclass_fields__)
     values.update(config=config, broker_id=config.broker_id)
     values.setdefault("metadata", None)
+    values["auth"] = NO_AUTHORIZER  # no authorizer.class.name: every ACL check passes
     values.update(collaborators)
     if values["metadata"] is None:
         values["metadata"] = metadata_cache(config)
