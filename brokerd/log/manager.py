@@ -164,7 +164,7 @@ class LogManager:
         self._movers: ThreadPoolExecutor | None = None
         # callables(log dir, reason) once a dir went offline; called from the thread that
         # met the I/O error (the replica manager hands them over to its event loop).
-        self.dir_failure_listeners: list[Callable[[Path, str], None]] = []
+        self.dir_failure_listeners: list[Callable[[Path, str], object]] = []
 
     # Start-up and shutdown -------------------------------------------------------------
     def startup(self) -> None:
