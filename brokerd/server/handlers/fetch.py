@@ -74,7 +74,7 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
             if session_id != NO_SESSION:
                 sessions.close(session_id)
             if epoch == INITIAL_EPOCH:
-                session = sessions.new_session()
+                session = sessions.new_session(body.replica_id >= 0, len(requested))
                 if session is not None:
                     session.partitions = requested
                     response_session_id = session.session_id
@@ -108,7 +108,11 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
         if total >= body.min_bytes or has_error or remaining <= 0 or not wanted:
             break
         _release(results)  # not enough yet: read again after the wait
-        await ctx.replicas.purgatory.wait(list(wanted), remaining)
+        woken = await ctx.replicas.purgatory.wait(list(wanted), remaining)
+        if not woken and total == 0 and not ctx.replicas.purgatory.closed:
+            # max_wait passed without an append or a HW move in any of them: the answer
+            # is the (empty) one already read, not a second pass over every partition.
+            break
         if ctx.replicas.purgatory.closed:
             results = _read_all(ctx, wanted, max_bytes, body.replica_id, isolation)
             break
@@ -119,7 +123,10 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
         for r in results:
             kept = session.partitions.get((r.topic, r.partition))
             if kept is not None:
-                kept.last_high_watermark = r.high_watermark
+                # After an error the partition is sent again once it recovers (Kafka
+                # forgets the HW it sent), even with the HW it had before.
+                ok = r.error == ErrorCode.none
+                kept.last_high_watermark = r.high_watermark if ok else None
                 kept.last_log_start_offset = r.log_start_offset
     return _encode(request, error, response_session_id, results, isolation, version)
 
@@ -149,6 +156,7 @@ def _read_all(
     read_committed = isolation == READ_COMMITTED and not from_replica
     results: list[PartitionResult] = []
     remaining = max_bytes
+    got_data = False  # a flag, not a look back over the results: fetches list thousands
     for (topic, partition), state in wanted.items():
         result = PartitionResult(topic, partition)
         leader = None
@@ -169,7 +177,7 @@ def _read_all(
             result.log_start_offset = partition_log.log_start_offset
             limit = min(state.max_bytes, remaining)
             # KIP-74: the first partition with data may exceed the limits by one batch.
-            first_data = all(r.size == 0 for r in results)
+            first_data = not got_data
             if limit > 0 or first_data:
                 data = partition_log.read(
                     state.fetch_offset,
@@ -185,6 +193,7 @@ def _read_all(
                 if data.region is not None and data.region.length > 0:
                     result.region = data.region
                     remaining -= data.region.length
+                    got_data = True
                     if read_committed:
                         result.aborted_transactions = [
                             (txn.producer_id, txn.first_offset)
