@@ -16,6 +16,7 @@ from typing import Any
 
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import SIZE, Request, response_header
+from brokerd.security.acl import AclOperation, ResourceType
 
 from ..cluster_action import request_from_broker
 from ..connection import ResponseParts
@@ -61,7 +62,7 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
             requested[(topic.topic, p.partition)] = SessionPartition(
                 p.fetch_offset, p.partition_max_bytes, getattr(p, "current_leader_epoch", -1)
             )
-    if body.replica_id >= 0 and not request_from_broker(ctx.config):
+    if body.replica_id >= 0 and not request_from_broker(ctx.config, ctx.auth):
         # A follower's fetch moves the HW and the ISR: from a client listener it gets what
         # Kafka answers a follower without CLUSTER_ACTION, and touches no fetch session.
         refused = [
@@ -96,6 +97,9 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
         return _encode(request, exc.error_code, NO_SESSION, [])
 
     incremental = session is not None and epoch not in (INITIAL_EPOCH, FINAL_EPOCH)
+    denied = _unreadable(ctx, wanted, body.replica_id)  # ACLs: READ on each topic
+    if denied:
+        wanted = OrderedDict((k, v) for k, v in wanted.items() if k not in denied)
     max_wait = body.max_wait.total_seconds()
     deadline = time.monotonic() + max(max_wait, 0)
     max_bytes = min(getattr(body, "max_bytes", 0x7FFFFFFF), ctx.config.server.fetch_max_bytes)
@@ -119,6 +123,7 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
 
     if incremental:
         results = [r for r in results if _changed(wanted[(r.topic, r.partition)], r)]
+    results.extend(PartitionResult(t, p, ErrorCode.topic_authorization_failed) for t, p in denied)
     if session is not None:
         for r in results:
             kept = session.partitions.get((r.topic, r.partition))
@@ -129,6 +134,15 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
                 kept.last_high_watermark = r.high_watermark if ok else None
                 kept.last_log_start_offset = r.log_start_offset
     return _encode(request, error, response_session_id, results, isolation, version)
+
+
+def _unreadable(ctx: HandlerContext, wanted, replica_id: int) -> list[tuple[str, int]]:
+    """A consumer's partitions of topics it may not READ (a follower's fetch was checked for
+    CLUSTER_ACTION already), as Kafka's KafkaApis filters them."""
+    if replica_id >= 0 or not ctx.auth.enabled:
+        return []
+    readable = ctx.auth.filter(AclOperation.READ, ResourceType.TOPIC, (t for t, _ in wanted))
+    return [key for key in wanted if key[0] not in readable]
 
 
 def _release(results: list[PartitionResult]) -> None:
