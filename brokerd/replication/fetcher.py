@@ -364,6 +364,8 @@ class ReplicaFetcher:
         if not appends and not restarts:
             return
         keys = [s.partition.key for s, _, _ in appends] + [s.partition.key for s, _ in restarts]
+        appended: list[tuple[FetchState, int]]
+        failure: Exception | None
         appended, failure = await self._write_off_loop(keys, self._write_fetched, appends, restarts)
         for state, high_watermark in appended:
             if self.partitions.get(state.partition.key) is state:
