@@ -664,10 +664,10 @@ class ReplicaManager:
                 if found is None:
                     return
                 current = PartitionState.from_json(*found)
-                if (
-                    current.leader != self.local_id
-                    or current.leader_epoch != partition.leader_epoch
-                ):
+                # Against the epoch this ISR was computed at, not the partition's now: a
+                # LeaderAndIsr applied meanwhile must not let an ISR of its previous epoch
+                # (and that epoch number) overwrite the controller's newer state.
+                if current.leader != self.local_id or current.leader_epoch != state.leader_epoch:
                     log.info("ISR change of %s refused: the controller moved on", partition.key)
                     return
                 version = await self.zk.set_json(path, state.to_json(), current.zk_version)
