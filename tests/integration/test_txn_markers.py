@@ -6,6 +6,7 @@ WriteTxnMarkers requests on the inter-broker listener, as a coordinator sends th
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 
 import pytest
@@ -289,7 +290,31 @@ def test_markers_lso_and_read_committed_consumers(broker, topic_name):
     ]
 
 
-def test_kafka_python_read_committed_skips_aborted_data(broker, topic_name):
+async def _aiokafka_read(bootstrap, topic, isolation):
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka import TopicPartition as AioTopicPartition
+
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level=isolation,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    try:
+        partition = AioTopicPartition(topic, 0)
+        consumer.assign([partition])
+        await consumer.seek_to_beginning(partition)
+        values = []
+        for _ in range(5):
+            batches = await consumer.getmany(timeout_ms=1000)
+            values.extend(m.value for messages in batches.values() for m in messages)
+        return values
+    finally:
+        await consumer.stop()
+
+
+def test_kafka_python_and_aiokafka_read_committed_skip_aborted_data(broker, topic_name):
     kafka = pytest.importorskip("kafka")
     create(broker, topic_name)
     with WireClient(broker.bootstrap) as client, WireClient(broker.internal_bootstrap) as peer:
@@ -324,3 +349,7 @@ def test_kafka_python_read_committed_skips_aborted_data(broker, topic_name):
 
     assert read("read_committed") == [b"kept1", b"kept2"]
     assert read("read_uncommitted") == [b"gone1", b"gone2", b"kept1", b"kept2"]
+    committed = asyncio.run(_aiokafka_read(broker.bootstrap, topic_name, "read_committed"))
+    assert committed == [b"kept1", b"kept2"]
+    everything = asyncio.run(_aiokafka_read(broker.bootstrap, topic_name, "read_uncommitted"))
+    assert everything == [b"gone1", b"gone2", b"kept1", b"kept2"]
