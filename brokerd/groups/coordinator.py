@@ -40,6 +40,11 @@ UNKNOWN_MEMBER_ID = ""
 E = ErrorCode
 
 
+# OffsetFetch with require_stable: this partition's offset awaits a transaction's marker
+# (answered UNSTABLE_OFFSET_COMMIT, compared by identity).
+UNSTABLE_OFFSET = OffsetValue(-1, "", -1)
+
+
 @dataclass(frozen=True)
 class GroupOverview:
     group_id: str
@@ -700,12 +705,22 @@ class GroupCoordinator:
 
     # OffsetFetch ----------------------------------------------------------------------
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        require_stable: bool = False,
     ) -> tuple[int, dict[TopicPartition, OffsetValue | None]]:
+        """The group's commits; with require_stable (KIP-447), a partition whose offset a
+        transaction still holds pending maps to UNSTABLE_OFFSET (the client retries)."""
         error = self.check_group(group_id, allow_empty_id=True)
         if error:
             return error, {}
-        return E.none, self.manager.get_offsets(group_id, partitions)
+        offsets = self.manager.get_offsets(group_id, partitions)
+        if require_stable:
+            for tp in offsets:
+                if self.manager.has_pending_txn_offsets(group_id, tp):
+                    offsets[tp] = UNSTABLE_OFFSET
+        return E.none, offsets
 
     # ListGroups / DescribeGroups ------------------------------------------------------
     def list_groups(self) -> tuple[int, list[GroupOverview]]:
