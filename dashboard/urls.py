@@ -7,7 +7,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from dashboard.core.login_throttle import ThrottledAuthenticationForm
-from dashboard.live import maintenance, messages, spark, tokens, topics
+from dashboard.live import maintenance, messages, security, spark, tokens, topics
 from dashboard.live import views as live
 
 urlpatterns = [
@@ -43,6 +43,21 @@ urlpatterns = [
         "clusters/<str:cluster_id>/topics/<str:topic_name>/partitions/<int:partition_id>/segments/",
         live.segments,
         name="segments-page",
+    ),
+    path("clusters/<str:cluster_id>/security/", security.page, name="security-page"),
+    path("clusters/<str:cluster_id>/security/acls/add", security.add_acl, name="security-acl-add"),
+    path(
+        "clusters/<str:cluster_id>/security/acls/remove",
+        security.remove_acl,
+        name="security-acl-remove",
+    ),
+    path(
+        "clusters/<str:cluster_id>/security/users/set", security.set_user, name="security-user-set"
+    ),
+    path(
+        "clusters/<str:cluster_id>/security/users/remove",
+        security.remove_user,
+        name="security-user-remove",
     ),
     path("clusters/<str:cluster_id>/groups/", live.group_list, name="group-list"),
     path("clusters/<str:cluster_id>/groups/<path:group_id>/", live.group, name="group-page"),

@@ -225,3 +225,71 @@ def test_scram_users_made_by_rest_log_in_with_a_real_client(
         users, {"user_name": "eve", "mechanism": "SCRAM-SHA-1", "password": "p"}, format="json"
     )
     assert bad.status_code == 400 and "mechanism" in bad.json()["errors"]
+
+
+def signed_in(username: str, role: str):
+    from django.test import Client
+
+    from tests.web.conftest import make_user
+
+    make_user(username, role)
+    client = Client()
+    assert client.login(username=username, password=f"{username}-pw-123")
+    return client
+
+
+def test_security_page_adds_and_removes_acls_and_users(secured, acl_broker):
+    page = "/clusters/secured/security/"
+    operator = signed_in("opal", "operator")
+    added = operator.post(
+        f"{page}acls/add",
+        {"resource_type": "TOPIC", "resource_name": "payments", "pattern_type": "LITERAL",
+         "principal": "User:alice", "host": "*", "operation": "WRITE", "permission": "ALLOW"},
+        follow=True,
+    )  # fmt: skip
+    assert added.status_code == 200
+    assert "ACL added: ALLOW User:alice WRITE on TOPIC:payments." in added.content.decode()
+    client = admin_client(acl_broker)  # kept: a dropped client fails its futures
+    described = client.describe_acls(
+        AclBindingFilter(ResourceType.TOPIC, "payments", ResourcePatternType.LITERAL, None, None,
+                         AclOperation.ANY, AclPermissionType.ANY)
+    ).result(30)  # fmt: skip
+    assert [(b.principal, b.operation) for b in described] == [("User:alice", AclOperation.WRITE)]
+
+    # A refusal keeps what was typed beside the form.
+    refused = operator.post(
+        f"{page}acls/add",
+        {"resource_type": "TOPIC", "resource_name": "typed-name", "pattern_type": "LITERAL",
+         "principal": "alice", "host": "*", "operation": "READ", "permission": "ALLOW"},
+    )  # fmt: skip
+    text = refused.content.decode()
+    assert refused.status_code == 400 and "a principal is Type:name" in text
+    assert 'value="typed-name"' in text
+
+    removed = operator.post(
+        f"{page}acls/remove",
+        {"resource_type": "TOPIC", "resource_name": "payments", "pattern_type": "LITERAL",
+         "principal": "User:alice", "host": "*", "operation": "WRITE", "permission": "ALLOW"},
+        follow=True,
+    )  # fmt: skip
+    assert "ACL removed (1)." in removed.content.decode()
+
+    saved = operator.post(
+        f"{page}users/set",
+        {"user_name": "fern", "mechanism": "SCRAM-SHA-512", "password": "fern-pw",
+         "iterations": "4096"},
+        follow=True,
+    )  # fmt: skip
+    shown = saved.content.decode()
+    assert "SCRAM-SHA-512 credential of fern saved." in shown and "fern-pw" not in shown
+    scram_client(acl_broker, "fern", "fern-pw").list_topics(timeout=20)
+    assert 'data-user="fern"' in operator.get(page).content.decode()
+
+    viewer = signed_in("vito", "viewer")
+    assert viewer.get(page).status_code == 200
+    assert 'id="acl-form"' not in viewer.get(page).content.decode()
+    assert viewer.post(f"{page}users/remove", {"user_name": "fern"}).status_code == 403
+    gone = operator.post(
+        f"{page}users/remove", {"user_name": "fern", "mechanism": "SCRAM-SHA-512"}, follow=True
+    )
+    assert "SCRAM-SHA-512 credential of fern removed." in gone.content.decode()
