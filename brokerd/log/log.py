@@ -310,7 +310,10 @@ class Log:
         if index < 0:
             return []
         segment = view.segments[index]
-        upper = segment.fetch_upper_bound_offset(region.position + region.length)
+        try:
+            upper = segment.fetch_upper_bound_offset(region.position + region.length)
+        except ValueError:
+            upper = None  # its index closed under us (retention, the cleaner): bound wider
         if upper is None:
             next_base = view.next_base(index)
             upper = next_base if next_base is not None else self._local.log_end_offset
