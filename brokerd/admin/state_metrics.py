@@ -33,6 +33,11 @@ class BrokerStateCollector:
             "high_watermark": GaugeMetricFamily(
                 "brokerd_partition_high_watermark", "High watermark of a local log", labels=labels
             ),
+            "last_stable_offset": GaugeMetricFamily(
+                "brokerd_partition_last_stable_offset",
+                "Last stable offset (LSO) of a local log: read_committed consumers stop there",
+                labels=labels,
+            ),
             "log_start_offset": GaugeMetricFamily(
                 "brokerd_partition_log_start_offset",
                 "Log start offset of a local log",

@@ -225,8 +225,14 @@ def test_markers_lso_and_read_committed_consumers(broker, topic_name):
         assert fetch(client, topic_name, 0, READ_COMMITTED).last_stable_offset == 0
         assert latest_offset(client, topic_name, READ_COMMITTED) == 0
         assert latest_offset(client, topic_name, 0) == 6
-        p0 = admin_for(broker).ok("GET", f"/v1/partitions/{topic_name}/0")
+        admin = admin_for(broker)
+        p0 = admin.ok("GET", f"/v1/partitions/{topic_name}/0")
         assert (p0["last_stable_offset"], p0["high_watermark"]) == (0, 6)
+        metrics = admin.get("/metrics", token=None)[1]
+        assert (
+            f'brokerd_partition_last_stable_offset{{partition="0",topic="{topic_name}"}} 0.0'
+            in metrics
+        )
 
         # Only brokers may write markers: a client gets CLUSTER_AUTHORIZATION_FAILED.
         intruder = write_markers(client, [(committer, 0, True, 0, [(topic_name, [0])])])
