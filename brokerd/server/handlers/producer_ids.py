@@ -16,7 +16,19 @@ from .transactions import init_transactional_producer_id
 
 async def handle_init_producer_id(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
-    if request.body.transactional_id is not None:
+    transactional_id = request.body.transactional_id
+    if transactional_id is not None:
+        # ACLs: WRITE on the transactional id (Kafka's handleInitProducerIdRequest).
+        if not ctx.auth.authorize(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        ):
+            return build(
+                module.InitProducerIdResponse,
+                throttle_time=NO_THROTTLE,
+                error_code=ErrorCode.transactional_id_authorization_failed,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
         return await init_transactional_producer_id(ctx, request)
     # ACLs: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some
     # topic (Kafka 2.8+).
