@@ -222,6 +222,8 @@ def start_broker(
         "num.partitions=3\n"
         f"default.replication.factor={replication}\n"
         f"offsets.topic.replication.factor={replication}\n"
+        f"transaction.state.log.replication.factor={replication}\n"
+        f"transaction.state.log.min.isr={min(2, replication)}\n"
         f"min.insync.replicas={min(2, replication)}\n"
         f"admin.token={admin_token()}\n",
     )

@@ -226,18 +226,22 @@ def test_find_coordinator_every_version(group_broker, version):
             )
 
 
-def test_find_coordinator_for_transactions_is_refused_with_a_fatal_error(group_broker):
-    """No transaction coordinator: a fatal error (not the retriable COORDINATOR_NOT_AVAILABLE
-    clients would retry until their timeout), in every version."""
+def test_find_coordinator_for_transactional_ids(group_broker):
+    """Key type 1 finds the transaction coordinator (the leader of the id's
+    __transaction_state partition, created on first use), in every version; unknown key
+    types are INVALID_REQUEST."""
     with WireClient(group_broker.bootstrap) as client:
-        response = client.call(request(10, 3, key="txn", key_type=1))
-        assert response.error_code == E.transactional_id_authorization_failed
-        assert response.error_message == "transactions are not supported by this broker"
-        assert response.node_id == -1
+        deadline = time.monotonic() + 30
+        while True:
+            response = client.call(request(10, 3, key="txn", key_type=1))
+            if response.error_code != E.coordinator_not_available:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert response.error_code == E.none
+        assert (response.node_id, response.port) == (1, group_broker.port)
         batched = client.call(request(10, 4, key_type=1, coordinator_keys=("t1", "t2")))
-        assert [c.error_code for c in batched.coordinators] == [
-            E.transactional_id_authorization_failed
-        ] * 2
+        assert [c.error_code for c in batched.coordinators] == [E.none] * 2
         response = client.call(request(10, 6, key_type=2, coordinator_keys=("share",)))
         assert response.coordinators[0].error_code == E.invalid_request
 

@@ -25,12 +25,6 @@ log = logging.getLogger(__name__)
 
 E = ErrorCode
 
-# Off until the markers' side (WriteTxnMarkers on partition leaders) is in: FindCoordinator
-# and InitProducerId refuse transactional ids while it is False.
-TRANSACTIONS_ENABLED = False
-TRANSACTIONS_UNSUPPORTED = "transactions are not supported by this broker"
-UNKNOWN_OFFSET = -1
-
 
 def _fenced_for(version: int, first_with_fenced: int, code: int) -> int:
     if code == E.producer_fenced and version < first_with_fenced:
@@ -48,15 +42,6 @@ def _ms(value) -> int:
 async def find_transaction_coordinator(ctx: HandlerContext, key: str, listener_name) -> dict:
     """The FindCoordinator answer for a transactional id (node_id, host, port, error)."""
     missing = {"node_id": -1, "host": "", "port": -1}
-    if not TRANSACTIONS_ENABLED:
-        # COORDINATOR_NOT_AVAILABLE and UNSUPPORTED_VERSION are retried by clients until
-        # their timeout; this error is fatal in every client, so init_transactions() fails
-        # at once.
-        return {
-            **missing,
-            "error_code": E.transactional_id_authorization_failed,
-            "error_message": TRANSACTIONS_UNSUPPORTED,
-        }
     if not key:
         return {**missing, "error_code": E.invalid_request, "error_message": None}
     try:
@@ -85,14 +70,6 @@ async def init_transactional_producer_id(ctx: HandlerContext, request: Request):
     body = request.body
     version = request.api_version
     module = response_module(request.api_key, version)
-    if not TRANSACTIONS_ENABLED:
-        return build(
-            module.InitProducerIdResponse,
-            throttle_time=NO_THROTTLE,
-            error_code=E.transactional_id_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
     result = await ctx.transactions.init_producer_id(
         body.transactional_id,
         _ms(body.transaction_timeout),

@@ -1,0 +1,287 @@
+"""Kafka transactions (KIP-98) end to end with clients nobody here wrote: confluent-kafka
+(librdkafka) and kafka-python transactional producers against one broker; read_committed
+consumers see exactly the committed records; zombies are fenced; the coordinator aborts a
+transaction past its timeout."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.conftest import new_broker
+
+TIMEOUT = 30
+
+
+@pytest.fixture(scope="module")
+def txn_broker(zookeeper, tmp_path_factory):
+    """One broker: __transaction_state and __consumer_offsets of one replica (so min ISR 1)
+    and few partitions, so they are created quickly."""
+    process = new_broker(
+        zookeeper,
+        tmp_path_factory,
+        num_partitions="2",
+        group_initial_rebalance_delay_ms="0",
+        offsets_topic_num_partitions="3",
+        offsets_topic_replication_factor="1",
+        transaction_state_log_num_partitions="3",
+        transaction_state_log_replication_factor="1",
+        transaction_state_log_min_isr="1",
+        transaction_abort_timed_out_transaction_cleanup_interval_ms="500",
+    ).start()
+    yield process
+    process.kill()
+
+
+def create_topics(bootstrap: str, *names: str, partitions: int = 2) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(n, partitions, 1) for n in names])
+    for future in futures.values():
+        future.result(TIMEOUT)
+
+
+def transactional_producer(bootstrap: str, transactional_id: str, **extra) -> Producer:
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": transactional_id,
+            "linger.ms": 5,
+            **extra,
+        }
+    )
+    producer.init_transactions(TIMEOUT)
+    return producer
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[tuple]:
+    """Every record of the topic (partition, offset, value), up to its end."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4()}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    consumer.assign(tps)
+    ends = {}
+    for tp in tps:
+        _, high = consumer.get_watermark_offsets(tp, timeout=TIMEOUT)
+        ends[tp.partition] = high
+    out = []
+    positions = dict.fromkeys(ends, 0)
+    idle = 0
+    while idle < 10 and any(positions[p] < ends[p] for p in ends):
+        message = consumer.poll(0.5)
+        if message is None:
+            idle += 1
+            continue
+        if message.error():
+            if message.error().code() == KafkaError._PARTITION_EOF:
+                continue
+            raise KafkaException(message.error())
+        out.append((message.partition(), message.offset(), message.value()))
+        positions[message.partition()] = message.offset() + 1
+    consumer.close()
+    return sorted(out)
+
+
+def test_confluent_commit_and_abort_over_topics_and_partitions(txn_broker, topic_name):
+    bootstrap = txn_broker.bootstrap
+    other = f"{topic_name}-b"
+    create_topics(bootstrap, topic_name, other)
+    producer = transactional_producer(bootstrap, f"tx-{uuid.uuid4()}")
+
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(topic_name, f"c{i}".encode(), partition=i % 2)
+        producer.produce(other, f"c{i}".encode(), partition=i % 2)
+    producer.commit_transaction(TIMEOUT)
+
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(topic_name, f"a{i}".encode(), partition=i % 2)
+        producer.produce(other, f"a{i}".encode(), partition=i % 2)
+    producer.flush(TIMEOUT)
+    producer.abort_transaction(TIMEOUT)
+
+    producer.begin_transaction()
+    producer.produce(topic_name, b"last", partition=0)
+    producer.commit_transaction(TIMEOUT)
+
+    committed = read_all(bootstrap, topic_name, 2, "read_committed")
+    values = [v for _, _, v in committed]
+    assert sorted(values) == sorted([f"c{i}".encode() for i in range(10)] + [b"last"])
+    # in order within each partition
+    p0 = [v for p, _, v in committed if p == 0]
+    assert p0 == [b"c0", b"c2", b"c4", b"c6", b"c8", b"last"]
+    assert sorted(v for _, _, v in read_all(bootstrap, other, 2, "read_committed")) == sorted(
+        f"c{i}".encode() for i in range(10)
+    )
+    # read_uncommitted sees the aborted data too, and never a marker
+    uncommitted = [v for _, _, v in read_all(bootstrap, topic_name, 2, "read_uncommitted")]
+    assert sorted(uncommitted) == sorted(
+        [f"c{i}".encode() for i in range(10)] + [f"a{i}".encode() for i in range(10)] + [b"last"]
+    )
+
+
+def test_confluent_send_offsets_commits_with_the_transaction(txn_broker, topic_name):
+    """Consume-transform-produce: the group's offsets commit with the output, and an aborted
+    transaction leaves neither the output nor the offsets."""
+    bootstrap = txn_broker.bootstrap
+    output = f"{topic_name}-out"
+    create_topics(bootstrap, topic_name, output)
+    source = Producer({"bootstrap.servers": bootstrap})
+    for i in range(6):
+        source.produce(topic_name, f"in{i}".encode(), partition=0)
+    source.flush(TIMEOUT)
+
+    group = f"g-{uuid.uuid4()}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(topic_name, 0, 0)])
+    producer = transactional_producer(bootstrap, f"tx-{uuid.uuid4()}")
+
+    def copy(count: int, commit: bool) -> None:
+        producer.begin_transaction()
+        taken = 0
+        while taken < count:
+            message = consumer.poll(1)
+            if message is None or message.error():
+                continue
+            producer.produce(output, message.value().upper(), partition=0)
+            taken += 1
+        producer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()),
+            consumer.consumer_group_metadata(),
+            TIMEOUT,
+        )
+        if commit:
+            producer.commit_transaction(TIMEOUT)
+        else:
+            producer.abort_transaction(TIMEOUT)
+
+    copy(3, commit=True)
+    [committed] = consumer.committed([TopicPartition(topic_name, 0)], TIMEOUT)
+    assert committed.offset == 3
+    copy(3, commit=False)
+    [committed] = consumer.committed([TopicPartition(topic_name, 0)], TIMEOUT)
+    assert committed.offset == 3  # the aborted transaction's offsets never became visible
+    consumer.close()
+
+    values = [v for _, _, v in read_all(bootstrap, output, 2, "read_committed")]
+    assert values == [b"IN0", b"IN1", b"IN2"]
+
+
+def test_confluent_zombie_is_fenced(txn_broker, topic_name):
+    bootstrap = txn_broker.bootstrap
+    create_topics(bootstrap, topic_name)
+    transactional_id = f"tx-{uuid.uuid4()}"
+    zombie = transactional_producer(bootstrap, transactional_id)
+    zombie.begin_transaction()
+    zombie.produce(topic_name, b"zombie", partition=0)
+    zombie.flush(TIMEOUT)
+
+    # A new instance with the same id aborts the zombie's open transaction and fences it.
+    successor = transactional_producer(bootstrap, transactional_id)
+    with pytest.raises(KafkaException) as raised:
+        zombie.produce(topic_name, b"zombie-2", partition=0)
+        zombie.commit_transaction(TIMEOUT)
+    error = raised.value.args[0]
+    assert error.fatal() or error.code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    ), error
+
+    successor.begin_transaction()
+    successor.produce(topic_name, b"successor", partition=0)
+    successor.commit_transaction(TIMEOUT)
+    values = [v for _, _, v in read_all(bootstrap, topic_name, 2, "read_committed")]
+    assert values == [b"successor"]
+
+
+def test_kafka_python_transactions(txn_broker, topic_name):
+    from kafka import KafkaProducer
+    from kafka.errors import ProducerFencedError
+
+    bootstrap = txn_broker.bootstrap
+    create_topics(bootstrap, topic_name)
+    transactional_id = f"tx-{uuid.uuid4()}"
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, transactional_id=transactional_id, max_block_ms=30000
+    )
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(4):
+            producer.send(topic_name, f"k{i}".encode(), partition=i % 2)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send(topic_name, b"dropped", partition=0)
+        producer.flush()
+        producer.abort_transaction()
+
+        # another instance fences this one
+        successor = KafkaProducer(
+            bootstrap_servers=bootstrap, transactional_id=transactional_id, max_block_ms=30000
+        )
+        try:
+            successor.init_transactions()
+            with pytest.raises(ProducerFencedError):  # at the send or at the commit
+                producer.begin_transaction()
+                producer.send(topic_name, b"zombie", partition=0)
+                producer.commit_transaction()
+        finally:
+            successor.close(timeout=5)
+    finally:
+        producer.close(timeout=5)
+    values = sorted(v for _, _, v in read_all(bootstrap, topic_name, 2, "read_committed"))
+    assert values == [b"k0", b"k1", b"k2", b"k3"]
+
+
+def test_a_transaction_past_its_timeout_is_aborted(txn_broker, topic_name):
+    bootstrap = txn_broker.bootstrap
+    create_topics(bootstrap, topic_name)
+    producer = transactional_producer(
+        bootstrap, f"tx-{uuid.uuid4()}", **{"transaction.timeout.ms": 1000}
+    )
+    producer.begin_transaction()
+    producer.produce(topic_name, b"late", partition=0)
+    producer.flush(TIMEOUT)
+    # the coordinator aborts it (cleanup every 500 ms here); then the LSO moves past it
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        uncommitted = read_all(bootstrap, topic_name, 2, "read_uncommitted")
+        committed = read_all(bootstrap, topic_name, 2, "read_committed")
+        if uncommitted and not committed:
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": f"lso-{uuid.uuid4()}",
+                    "isolation.level": "read_committed",
+                }
+            )
+            _, stable = consumer.get_watermark_offsets(
+                TopicPartition(topic_name, 0), timeout=TIMEOUT
+            )
+            consumer.close()
+            if stable == 2:  # the data and the ABORT marker
+                break
+        assert time.monotonic() < deadline, "the timed-out transaction was not aborted"
+        time.sleep(0.3)
+    with pytest.raises(KafkaException):
+        producer.commit_transaction(TIMEOUT)
