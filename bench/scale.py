@@ -1,0 +1,177 @@
+"""Scale: a wide topic's creation, a controlled shutdown and a controller failover.
+
+A real ZooKeeper and three broker processes on loopback (tests/cluster's `Cluster`: a 4 s
+ZooKeeper session). Cases:
+
+* creation: confluent-kafka's AdminClient creates a topic of WIDE partitions at RF 3 and one
+  of 10; the time from the request until every partition serves (its leader in Metadata
+  and ListOffsets answered by that leader, i.e. its log exists). Ratio wide / narrow; aim
+  <= 20 (issue 15), where the pre-pipelining controller took 115x for 1,000 vs 10.
+* controlled shutdown: SIGTERM of a broker that is not the controller, holding a third of
+  the wide topic's leaderships; seconds until the controller answered that it leads none
+  ("controlled shutdown succeeded" in its log; the process exit after is printed too). Kafka 1.1 published 3 s for a broker with 10,000 partitions (6.5 minutes before).
+* controller failover: kill -9 of the controller; seconds until a new controller has given
+  every partition a live leader. It includes the ZooKeeper session expiry that reveals the
+  death (the peer number); Kafka 1.1 published about 14 s to reload 100,000 partitions.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+from bench import Result, say, scratch_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+NARROW = 10
+
+
+def _serving(admin, topic: str, partitions: int, excluded: int | None = None) -> bool:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    found = admin.list_topics(topic=topic, timeout=10)
+    described = found.topics.get(topic)
+    if described is None or described.error is not None:
+        return False
+    parts = described.partitions
+    if len(parts) != partitions or any(
+        p.leader not in found.brokers or p.leader == excluded for p in parts.values()
+    ):
+        return False
+    wanted = {TopicPartition(topic, p): OffsetSpec.latest() for p in parts}
+    try:
+        for future in admin.list_offsets(wanted, request_timeout=30).values():
+            future.result()
+    except Exception:  # noqa: BLE001 - a leader without its log yet: not serving
+        return False
+    return True
+
+
+def _wait(check, timeout: float = 300) -> float:
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            raise TimeoutError("not reached")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def _create(admin, topic: str, partitions: int) -> float:
+    from confluent_kafka.admin import NewTopic
+
+    started = time.monotonic()
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=3)],
+        operation_timeout=300,
+        request_timeout=300,
+    )
+    futures[topic].result(300)
+    _wait(lambda: _serving(admin, topic, partitions))
+    return time.monotonic() - started
+
+
+def run(quick: bool) -> list[Result]:
+    from confluent_kafka.admin import AdminClient
+
+    from bench.replication import _Dirs
+    from tests.cluster.conftest import SESSION_TIMEOUT_MS, Cluster
+    from tests.harness import ZooKeeper
+
+    wide = 300 if quick else 1000
+    results = []
+    with scratch_dir("scale") as base:
+        zookeeper = ZooKeeper(base / "zookeeper").start()
+        cluster = None
+        try:
+            cluster = Cluster(zookeeper, _Dirs(base)).start()
+            admin = AdminClient(
+                {"bootstrap.servers": cluster.bootstrap, "socket.timeout.ms": 300000}
+            )
+            narrow_s = _create(admin, "scale-narrow", NARROW)
+            say(f"scale: {NARROW} partitions RF 3 serving after {narrow_s:.2f} s")
+            wide_s = _create(admin, "scale-wide", wide)
+            say(f"scale: {wide} partitions RF 3 serving after {wide_s:.2f} s")
+            results.append(
+                Result(
+                    "scale",
+                    f"create {wide} vs {NARROW} partitions, RF 3, until all serve",
+                    "s",
+                    f"{wide} partitions",
+                    wide_s,
+                    f"{NARROW} partitions",
+                    narrow_s,
+                    wide_s / narrow_s,
+                    aim_at_most=20,
+                )
+            )
+
+            meta = admin.list_topics(topic="scale-wide", timeout=10)
+            controller = meta.controller_id
+            stopping_id = next(b for b in cluster.brokers if b != controller)
+            led = sum(
+                1 for p in meta.topics["scale-wide"].partitions.values() if p.leader == stopping_id
+            )
+            stopping = cluster.brokers[stopping_id]
+            already = len(stopping.output)
+            started = time.monotonic()
+            stopping.process.send_signal(signal.SIGTERM)
+            shutdown_s = _wait(lambda: "controlled shutdown succeeded" in stopping.output[already:])
+            stopping.terminate(120)
+            exited_s = time.monotonic() - started
+            say(
+                f"scale: controlled shutdown of broker {stopping_id} leading {led} partitions: "
+                f"leaders moved after {shutdown_s:.2f} s, process exited after {exited_s:.2f} s"
+            )
+            results.append(
+                Result(
+                    "scale",
+                    f"controlled shutdown, broker leading {led} of {wide + NARROW} partitions",
+                    "s",
+                    "SIGTERM -> all leaders moved",
+                    shutdown_s,
+                    "Kafka 1.1, 10,000 partitions",
+                    3.0,
+                    shutdown_s / 3.0,
+                )
+            )
+            cluster.brokers[stopping_id].start(120)
+            _wait(lambda: stopping_id in admin.list_topics(timeout=10).brokers)
+
+            controller = admin.list_topics(timeout=10).controller_id
+            killed_at = time.monotonic()
+            cluster.brokers[controller].kill()
+            _wait(
+                lambda: (
+                    _serving(admin, "scale-wide", wide, excluded=controller)
+                    and admin.list_topics(timeout=10).controller_id not in (controller, -1)
+                )
+            )
+            failover_s = time.monotonic() - killed_at
+            session_s = SESSION_TIMEOUT_MS / 1000
+            say(
+                f"scale: kill -9 of controller {controller}: all {wide} serving after {failover_s:.2f} s"
+            )
+            results.append(
+                Result(
+                    "scale",
+                    f"kill -9 of the controller until all {wide} partitions serve",
+                    "s",
+                    "kill -9 -> all serving",
+                    failover_s,
+                    "ZooKeeper session timeout",
+                    session_s,
+                    failover_s / session_s,
+                    aim_at_most=1.5,
+                )
+            )
+            return results
+        finally:
+            if cluster is not None:
+                cluster.kill_all()
+            zookeeper.stop()
