@@ -101,10 +101,10 @@ def write_markers(client, markers, version=1):
     }
 
 
-def fetch(client, topic, offset, isolation):
+def fetch(client, topic, offset, isolation, version=12):
     partition = nested(
         1,
-        12,
+        version,
         "FetchPartition",
         partition=0,
         fetch_offset=offset,
@@ -115,7 +115,7 @@ def fetch(client, topic, offset, isolation):
     )
     body = request(
         1,
-        12,
+        version,
         replica_id=-1,
         max_wait=datetime.timedelta(0),
         min_bytes=1,
@@ -123,7 +123,7 @@ def fetch(client, topic, offset, isolation):
         isolation_level=isolation,
         session_id=0,
         session_epoch=-1,
-        topics=(nested(1, 12, "FetchTopic", topic=topic, partitions=(partition,)),),
+        topics=(nested(1, version, "FetchTopic", topic=topic, partitions=(partition,)),),
         forgotten_topics_data=(),
         rack_id="",
     )
@@ -274,6 +274,12 @@ def test_markers_lso_and_read_committed_consumers(broker, topic_name):
         assert [(t.producer_id, t.first_offset) for t in committed.aborted_transactions] == [
             (aborter, 2)
         ]
+        for version in (4, 11):  # the non-flexible encodings
+            older = fetch(client, topic_name, 0, READ_COMMITTED, version=version)
+            assert older.last_stable_offset == 11
+            assert [(t.producer_id, t.first_offset) for t in older.aborted_transactions] == [
+                (aborter, 2)
+            ]
         assert fetch(client, topic_name, 0, 0).aborted_transactions is None
         assert latest_offset(client, topic_name, READ_COMMITTED) == 11
 
