@@ -7,7 +7,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from dashboard.core.login_throttle import ThrottledAuthenticationForm
-from dashboard.live import maintenance, messages, security, spark, tokens, topics
+from dashboard.live import group_actions, maintenance, messages, security, spark, tokens, topics
 from dashboard.live import views as live
 
 urlpatterns = [
@@ -60,7 +60,25 @@ urlpatterns = [
         name="security-user-remove",
     ),
     path("clusters/<str:cluster_id>/groups/", live.group_list, name="group-list"),
-    path("clusters/<str:cluster_id>/groups/<path:group_id>/", live.group, name="group-page"),
+    # Group ids may hold "/": the actions (no trailing slash) are tried before the page.
+    path(
+        "clusters/<str:cluster_id>/groups/<path:group_id>/actions/reset-offsets",
+        group_actions.reset_offsets,
+        name="group-reset-offsets",
+    ),
+    path(
+        "clusters/<str:cluster_id>/groups/<path:group_id>/actions/delete-offsets",
+        group_actions.delete_topic_offsets,
+        name="group-delete-offsets",
+    ),
+    path(
+        "clusters/<str:cluster_id>/groups/<path:group_id>/actions/delete",
+        group_actions.delete_group,
+        name="group-delete",
+    ),
+    path(
+        "clusters/<str:cluster_id>/groups/<path:group_id>/", group_actions.group, name="group-page"
+    ),
     path("clusters/<str:cluster_id>/maintenance/", maintenance.page, name="maintenance"),
     path("clusters/<str:cluster_id>/maintenance/run", maintenance.run_now, name="maintenance-run"),
     path(

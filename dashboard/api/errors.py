@@ -21,7 +21,7 @@ from brokerd.client.errors import (
 )
 from dashboard.core.admin_api import AdminApiError
 from dashboard.core.cluster_secrets import ClusterSecretError
-from dashboard.core.groups import GroupNotFound, GroupNotInactive
+from dashboard.core.groups import GroupNotFound, GroupNotInactive, NothingToShift
 from dashboard.core.kafka import error_text
 
 KAFKA_STATUS = {
@@ -76,6 +76,8 @@ def exception_handler(exc, context):
         return Response(error_body(code, exc.message), status=code)
     if isinstance(exc, GroupNotFound):
         return Response(error_body(404, str(exc)), status=404)
+    if isinstance(exc, NothingToShift):
+        return Response(error_body(400, str(exc)), status=400)
     if isinstance(exc, GroupNotInactive):
         return Response(error_body(409, str(exc), state=exc.state), status=409)
     if isinstance(exc, Http404):

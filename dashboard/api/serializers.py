@@ -230,11 +230,17 @@ class ResetTopicSerializer(serializers.Serializer):
 
 
 class OffsetResetSerializer(serializers.Serializer):
-    to = serializers.ChoiceField(choices=["earliest", "latest", "timestamp", "offset"])
+    to = serializers.ChoiceField(choices=["earliest", "latest", "timestamp", "offset", "shift"])
     timestamp = serializers.IntegerField(
         required=False, min_value=0, max_value=2**63 - 1, help_text="ms since the epoch"
     )
     offset = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)
+    shift_by = serializers.IntegerField(
+        required=False,
+        min_value=-(2**63),
+        max_value=2**63 - 1,
+        help_text="to=shift: moved by this many offsets (negative: back), clamped to the log",
+    )
     topics = ResetTopicSerializer(
         many=True,
         required=False,
@@ -244,7 +250,9 @@ class OffsetResetSerializer(serializers.Serializer):
     dry_run = serializers.BooleanField(required=False, default=False)
 
     def validate(self, attrs):
-        needed = {"timestamp": "timestamp", "offset": "offset"}.get(attrs["to"])
+        needed = {"timestamp": "timestamp", "offset": "offset", "shift": "shift_by"}.get(
+            attrs["to"]
+        )
         if needed and needed not in attrs:
             raise serializers.ValidationError(f"to={attrs['to']} needs '{needed}'")
         return attrs

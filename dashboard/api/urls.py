@@ -65,6 +65,11 @@ urlpatterns = [
     ),
     path(f"{G}/lag-summary", groups.LagSummary.as_view(), name="consumer-lag-summary"),
     path(f"{G}/offsets:reset", groups.OffsetReset.as_view(), name="consumer-offsets-reset"),
+    path(
+        f"{G}/offsets/<str:topic_name>",
+        groups.TopicOffsets.as_view(),
+        name="consumer-topic-offsets",
+    ),
     path(f"{G}/consumers/<path:consumer_id>", groups.ConsumerDetail.as_view(), name="consumer"),
     path(G, groups.GroupDetail.as_view(), name="consumer-group"),
     path(

@@ -14,7 +14,7 @@ from dashboard.core.kafka import with_cluster
 from dashboard.core.models import Cluster
 
 from .base import ApiView, api_doc
-from .resources import crn, get_cluster, listing, related, resource, url
+from .resources import check_topic_name, crn, get_cluster, listing, related, resource, url
 from .serializers import GROUP_ID_MAX, GroupPageQuerySerializer, OffsetResetSerializer
 
 
@@ -218,8 +218,8 @@ class LagSummary(ApiView):
 
 class OffsetReset(ApiView):
     @api_doc(
-        summary="Reset an inactive group's offsets to earliest, latest, a time or an offset "
-        "(dry_run: only plan)",
+        summary="Reset an inactive group's offsets to earliest, latest, a time, an offset or "
+        "shifted by N (dry_run: only plan)",
         request=OffsetResetSerializer,
         operation_id="resetConsumerGroupOffsets",
     )
@@ -231,7 +231,7 @@ class OffsetReset(ApiView):
         spec = body.validated_data
         reset = groups.ResetRequest(
             to=spec["to"],
-            value=spec.get("timestamp", spec.get("offset")),
+            value=spec.get("timestamp", spec.get("offset", spec.get("shift_by"))),
             topics=tuple(
                 (t["topic_name"], tuple(t["partitions"]) if t.get("partitions") else None)
                 for t in spec.get("topics", [])
@@ -257,3 +257,28 @@ class OffsetReset(ApiView):
                 "data": rows,
             }
         )
+
+
+class TopicOffsets(ApiView):
+    @api_doc(
+        summary="Delete the group's committed offsets of a topic (OffsetDelete; refused while "
+        "a member is subscribed to it)",
+        responses={204: None},
+        operation_id="deleteConsumerGroupTopicOffsets",
+    )
+    def delete(self, request, cluster_id: str, group_id: str, topic_name: str):
+        cluster = get_cluster(cluster_id)
+        check_group_id(group_id)
+        check_topic_name(topic_name)
+        deleted = self.audited(
+            cluster,
+            "group.offsets.delete",
+            group_id,
+            {"topic_name": topic_name},
+            lambda: with_cluster(
+                cluster, lambda ops: groups.delete_topic_offsets(ops.admin, group_id, topic_name)
+            ),
+        )
+        if not deleted:
+            raise Http404(f"group {group_id!r} has no committed offsets for {topic_name!r}")
+        return Response(status=status.HTTP_204_NO_CONTENT)

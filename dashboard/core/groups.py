@@ -18,13 +18,22 @@ from brokerd.client.results import AdminError, GroupDescription
 from .kafka import latest_offsets
 
 INACTIVE_STATES = ("Empty", "Dead")
-RESET_TARGETS = ("earliest", "latest", "timestamp", "offset")
+RESET_TARGETS = ("earliest", "latest", "timestamp", "offset", "shift")
 
 
 class GroupNotFound(Exception):
     def __init__(self, group_id: str):
         super().__init__(f"consumer group {group_id!r} not found")
         self.group_id = group_id
+
+
+class NothingToShift(ValueError):
+    """A shift moves committed offsets: partitions without one have nothing to move."""
+
+    def __init__(self, partitions: list[tuple[str, int]]):
+        names = ", ".join(f"{t}-{p}" for t, p in partitions[:5])
+        more = f" and {len(partitions) - 5} more" if len(partitions) > 5 else ""
+        super().__init__(f"no committed offset to shift for {names}{more}")
 
 
 class GroupNotInactive(Exception):
@@ -176,8 +185,8 @@ async def group_snapshot(admin: AdminClient, group_id: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ResetRequest:
-    to: str  # earliest | latest | timestamp | offset
-    value: int | None = None  # the timestamp (ms) or offset
+    to: str  # earliest | latest | timestamp | offset | shift
+    value: int | None = None  # the timestamp (ms), the offset, or the shift (may be < 0)
     topics: tuple[tuple[str, tuple[int, ...] | None], ...] = ()  # empty: committed topics
     dry_run: bool = False
 
@@ -185,7 +194,8 @@ class ResetRequest:
 async def reset_offsets(admin: AdminClient, group_id: str, req: ResetRequest) -> list[dict]:
     """Plan (and unless dry-run, commit) new offsets, as kafka-consumer-groups --reset-offsets
     does: only for an inactive group; an offset outside the log is clamped to it; a time
-    after the last record means the log end."""
+    after the last record means the log end; a shift (--shift-by) moves each committed
+    offset by `value`, clamped to the log, and needs a committed offset to move."""
     try:
         description = await describe(admin, group_id)
         state = description.state
@@ -218,6 +228,15 @@ async def reset_offsets(admin: AdminClient, group_id: str, req: ResetRequest) ->
     elif req.to == "timestamp":
         found = await _offsets(admin, partitions, int(req.value or 0))
         planned = {tp: o if o >= 0 else latest[tp] for tp, o in found.items()}
+    elif req.to == "shift":
+        missing = [tp for tp in partitions if tp not in committed or committed[tp].offset < 0]
+        if missing:
+            raise NothingToShift(missing)
+        shift = int(req.value or 0)
+        planned = {
+            tp: min(max(committed[tp].offset + shift, earliest[tp]), latest[tp])
+            for tp in partitions
+        }
     else:
         planned = {tp: min(max(int(req.value or 0), earliest[tp]), latest[tp]) for tp in partitions}
     if not req.dry_run:
@@ -241,6 +260,19 @@ async def reset_offsets(admin: AdminClient, group_id: str, req: ResetRequest) ->
 async def _offsets(admin: AdminClient, partitions, spec) -> dict:
     listed = await admin.list_offsets(dict.fromkeys(partitions, spec))
     return {tp: found.offset for tp, found in listed.items()}
+
+
+async def delete_topic_offsets(admin: AdminClient, group_id: str, topic: str) -> int:
+    """OffsetDelete of every committed offset the group has for `topic`: how many partitions.
+    Kafka refuses (GROUP_SUBSCRIBED_TO_TOPIC) while a member is subscribed to the topic."""
+    committed = [tp for tp in await admin.list_consumer_group_offsets(group_id) if tp[0] == topic]
+    if not committed:
+        return 0
+    try:
+        await admin.delete_consumer_group_offsets(group_id, committed)
+    except AdminError as exc:
+        raise _unwrap(exc) from None
+    return len(committed)
 
 
 async def delete_group(admin: AdminClient, group_id: str) -> None:

@@ -102,29 +102,6 @@ def lag_history(cluster: Cluster, group_id: str) -> list[list[float]]:
 
 
 @permission_required(VIEW_PERMISSION, raise_exception=True)
-def group(request, cluster_id: str, group_id: str):
-    cluster = _cluster(cluster_id)
-    snapshot, error = None, None
-    try:
-        snapshot = with_cluster(cluster, lambda ops: groups.group_snapshot(ops.admin, group_id))
-    except groups.GroupNotFound as exc:
-        raise Http404(str(exc)) from None
-    except KafkaClientError as exc:
-        error = str(exc)
-    return render(
-        request,
-        "live/group.html",
-        {
-            "cluster": cluster,
-            "group_id": group_id,
-            "snapshot": snapshot,
-            "history": lag_history(cluster, group_id),
-            "error": error,
-        },
-    )
-
-
-@permission_required(VIEW_PERMISSION, raise_exception=True)
 def segments(request, cluster_id: str, topic_name: str, partition_id: int):
     cluster = _cluster(cluster_id)
     if not TOPIC_NAME.match(topic_name):
