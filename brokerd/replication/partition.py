@@ -62,11 +62,19 @@ class Partition:
     def is_leader(self) -> bool:
         return self.leader_id == self.local_id
 
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO of this replica (the log keeps it from its producer state and HW): on
+        the leader where read_committed reads stop; a follower's follows the markers it
+        replicates and the leader's HW."""
+        return self.log.last_stable_offset
+
     def __repr__(self) -> str:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"
         return (
             f"Partition({self.topic}-{self.partition}, {role}, epoch {self.leader_epoch}, "
-            f"isr {self.isr}, hw {self.log.high_watermark}, leo {self.log.log_end_offset})"
+            f"isr {self.isr}, hw {self.log.high_watermark}, lso {self.log.last_stable_offset}, "
+            f"leo {self.log.log_end_offset})"
         )
 
     # Role changes ---------------------------------------------------------------------

@@ -356,3 +356,25 @@ def test_cleaner_drops_aborted_data_whose_marker_is_past_the_cleanable_range(tmp
     assert report.aborted_records_removed == 1
     values = {r.key: r.value for r in read_all(log) if r.key is not None}
     assert values[b"a"] == b"committed"
+
+
+def test_partition_lso_on_the_leader_and_a_follower(tmp_path):
+    from brokerd.replication.partition import Partition
+
+    leader = Partition("t", 0, open_log(tmp_path / "a" / "t-0"), local_id=1)
+    leader.make_leader(0, isr=[1, 2], replicas=[1, 2], zk_version=0)
+    leader.log.append_as_leader(txn_batch(P1, 0), 0)  # 0-1
+    leader.log.append_as_leader(txn_batch(P3, 0, transactional=False), 0)  # 2-3
+    leader.update_follower_fetch(2, 4, now=0)
+    assert (leader.log.high_watermark, leader.last_stable_offset) == (4, 0)
+    leader.log.append_end_txn_marker(P1, 0, 0, commit=True, leader_epoch=0)  # 4
+    assert leader.last_stable_offset == 0  # the marker is not replicated yet
+    follower = Partition("t", 0, open_log(tmp_path / "b" / "t-0"), local_id=2)
+    follower.make_follower(1, 0, isr=[1, 2], replicas=[1, 2])
+    follower.log.append_as_follower(leader.log.read(0, 1 << 20).read())
+    follower.update_follower_high_watermark(leader.log.high_watermark)
+    assert follower.last_stable_offset == 0
+    leader.update_follower_fetch(2, 5, now=0)
+    assert leader.last_stable_offset == 5 == leader.log.high_watermark
+    follower.update_follower_high_watermark(leader.log.high_watermark)
+    assert follower.last_stable_offset == 5
