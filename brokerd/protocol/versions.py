@@ -57,6 +57,9 @@ SUPPORTED: dict[int, VersionRange] = {
     26: VersionRange(0, 3),  # EndTxn (v5+: transaction version 2, KIP-890)
     28: VersionRange(0, 3),  # TxnOffsetCommit
     27: VersionRange(1, 2),  # WriteTxnMarkers (coordinator to leaders; v2: KIP-890's version)
+    29: VersionRange(1, 3),  # DescribeAcls (SECURITY_DISABLED without an authorizer)
+    30: VersionRange(1, 3),  # CreateAcls
+    31: VersionRange(1, 3),  # DeleteAcls
     32: VersionRange(1, 4),  # DescribeConfigs
     33: VersionRange(0, 2),  # AlterConfigs
     35: VersionRange(1, 4),  # DescribeLogDirs
@@ -71,9 +74,10 @@ SUPPORTED: dict[int, VersionRange] = {
     50: VersionRange(0, 0),  # DescribeUserScramCredentials
     51: VersionRange(0, 0),  # AlterUserScramCredentials
     60: VersionRange(0, 1),  # DescribeCluster
+    61: VersionRange(0, 0),  # DescribeProducers (KIP-664)
     65: VersionRange(0, 0),  # DescribeTransactions
     66: VersionRange(0, 1),  # ListTransactions (v1: duration filter)
-    61: VersionRange(0, 0),  # DescribeProducers (KIP-664)
+    75: VersionRange(0, 0),  # DescribeTopicPartitions (KIP-966)
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import (
+    acls,
     api_versions,
     configs,
     fetch,
@@ -18,12 +19,14 @@ from . import (
     replication,
     sasl,
     scram_users,
+    topic_partitions,
     topics,
     transactions,
     txn_markers,
 )
 
 HANDLERS = {
+    **acls.HANDLERS,
     **api_versions.HANDLERS,
     **configs.HANDLERS,
     **fetch.HANDLERS,
@@ -39,6 +42,7 @@ HANDLERS = {
     **replication.HANDLERS,
     **sasl.HANDLERS,
     **scram_users.HANDLERS,
+    **topic_partitions.HANDLERS,
     **topics.HANDLERS,
     **transactions.HANDLERS,
     **txn_markers.HANDLERS,

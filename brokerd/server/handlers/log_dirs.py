@@ -11,6 +11,7 @@ from brokerd.log import errors as log_errors
 from brokerd.protocol.errors import ErrorCode
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation
 
 from .context import HandlerContext
 
@@ -25,6 +26,13 @@ async def handle_describe_log_dirs(ctx: HandlerContext, request: Request):
     far it is behind the current log; the current log: how far its end is below the high
     watermark, so 0) and whether it is a future replica being moved there."""
     module = response_module(request.api_key, request.api_version)
+    if not ctx.auth.cluster(AclOperation.DESCRIBE):  # ACLs: DESCRIBE on the cluster
+        return build(
+            module.DescribeLogDirsResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            results=(),
+        )
     wanted = None
     if request.body.topics is not None:
         wanted = {(t.topic, p) for t in request.body.topics for p in t.partitions}

@@ -1,0 +1,616 @@
+"""The ACL authorizer end to end: brokers with `authorizer.class.name` on SASL_PLAINTEXT
+listeners (PLAIN users admin, alice, bob; the brokers authenticate as admin, a super user),
+real clients (confluent-kafka's AdminClient and Producer, kafka-python's admin and consumer),
+ACLs in ZooKeeper in Kafka's layout, `brokerd acls` through the Admin API and on ZooKeeper
+before any broker runs, deny over allow, prefixed ACLs, authorized operations, a non-broker
+principal refused CLUSTER_ACTION, and ACL changes reaching a second broker."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+from kafka import KafkaConsumer
+from kafka import errors as kafka_errors
+from kafka.admin import (
+    ACL,
+    ACLFilter,
+    ACLPermissionType,
+    KafkaAdminClient,
+    ResourcePattern,
+    ResourcePatternFilter,
+)
+from kafka.admin import ACLOperation as KpOperation
+from kafka.admin import ACLResourcePatternType as KpPatternType
+from kafka.admin import ResourceType as KpResourceType
+from kazoo.client import KazooClient
+from kio.static.primitive import i16, i64
+
+from brokerd.client.connection import BrokerConnection, ClientSecurity
+from brokerd.protocol import interbroker
+from brokerd.protocol.errors import ErrorCode
+from brokerd.protocol.messages import request_module
+from tests.conftest import new_broker
+from tests.harness import ROOT, BrokerProcess
+from tests.sasl_support import plain_jaas
+
+AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+USERS = {
+    "admin": "admin-secret",
+    "alice": "alice-secret",
+    "bob": "bob-secret",
+    "carol": "carol-secret",
+}
+
+
+def secured_props(zk_connect: str | None = None) -> dict[str, str]:
+    jaas = plain_jaas(users=USERS)
+    props = {
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.internal.plain.sasl.jaas.config": jaas,
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "authorizer.class.name": AUTHORIZER,
+        "super.users": "User:admin",
+        "num.partitions": "1",
+        "offsets.topic.num.partitions": "1",
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    if zk_connect:
+        props["zookeeper.connect"] = zk_connect
+    return props
+
+
+def secured_broker(zookeeper, tmp_path_factory, zk_connect=None, broker_id=1) -> BrokerProcess:
+    process = new_broker(
+        zookeeper,
+        tmp_path_factory,
+        client_protocol="SASL_PLAINTEXT",
+        internal_protocol="SASL_PLAINTEXT",
+        broker_id=broker_id,
+    )
+    process.props.update(secured_props(zk_connect))
+    return process
+
+
+def brokerd_acls(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "brokerd", "acls", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture(scope="module")
+def secured(zookeeper, tmp_path_factory):
+    process = secured_broker(zookeeper, tmp_path_factory)
+    zk_connect = process.props["zookeeper.connect"]
+    # The first grant, straight on ZooKeeper before any broker runs (kafka-acls.sh
+    # --authorizer-properties zookeeper.connect=...).
+    done = brokerd_acls(
+        "--authorizer-properties",
+        f"zookeeper.connect={zk_connect}",
+        "--add",
+        "--allow-principal",
+        "User:bob",
+        "--operation",
+        "Describe",
+        "--cluster",
+    )
+    assert done.returncode == 0, done.stderr
+    process.start()
+    yield process
+    process.kill()
+
+
+def librdkafka(broker, user: str) -> dict:
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": USERS[user],
+    }
+
+
+_admins: dict[tuple[str, str], AdminClient] = {}
+
+
+def admin(broker, user: str = "admin") -> AdminClient:
+    """One AdminClient per broker and user, kept alive (librdkafka fails the futures of a
+    client that is garbage-collected)."""
+    key = (broker.bootstrap, user)
+    if key not in _admins:
+        _admins[key] = AdminClient(librdkafka(broker, user))
+    return _admins[key]
+
+
+def kafka_python(broker, user: str) -> dict:
+    return {
+        "bootstrap_servers": broker.bootstrap,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": user,
+        "sasl_plain_password": USERS[user],
+    }
+
+
+def new_name(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(broker, name: str) -> None:
+    admin(broker).create_topics([NewTopic(name, 1, 1)])[name].result(30)
+
+
+def grant(broker, principal, operation, resource_type, name, pattern=None, permission=None):
+    binding = AclBinding(
+        resource_type,
+        name,
+        pattern or ResourcePatternType.LITERAL,
+        principal,
+        "*",
+        operation,
+        permission or AclPermissionType.ALLOW,
+    )
+    admin(broker).create_acls([binding])[binding].result(30)
+    return binding
+
+
+def produce_error(broker, user: str, topic: str) -> KafkaError | None:
+    """Produce one record as `user`; the delivery error, or None."""
+    outcome: list = []
+    producer = Producer({**librdkafka(broker, user), "message.timeout.ms": 10000})
+    producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
+    producer.flush(20)
+    assert outcome, "no delivery report"
+    return outcome[0]
+
+
+def zk_get(broker, path: str):
+    client = KazooClient(hosts=broker.props["zookeeper.connect"])
+    client.start(timeout=10)
+    try:
+        return client.get(path)[0] if client.exists(path) else None
+    finally:
+        client.stop()
+        client.close()
+
+
+# The Admin API ------------------------------------------------------------------------------
+
+
+def test_confluent_admin_creates_describes_and_deletes_acls_stored_as_kafka_does(secured):
+    topic = new_name()
+    client = admin(secured)
+    binding = AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:alice",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    prefixed = AclBinding(
+        ResourceType.GROUP,
+        "app-",
+        ResourcePatternType.PREFIXED,
+        "User:alice",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.DENY,
+    )
+    for future in client.create_acls([binding, prefixed]).values():
+        future.result(30)
+    stored = json.loads(zk_get(secured, f"/kafka-acl/Topic/{topic}"))
+    assert stored == {
+        "version": 1,
+        "acls": [
+            {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}
+        ],
+    }
+    assert json.loads(zk_get(secured, "/kafka-acl-extended/prefixed/Group/app-"))["acls"] == [
+        {"principal": "User:alice", "permissionType": "Deny", "operation": "Read", "host": "*"}
+    ]
+    exact = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert client.describe_acls(exact).result(30) == [binding]
+    # MATCH finds every pattern that applies to a name: here the prefixed one.
+    match = AclBindingFilter(
+        ResourceType.GROUP,
+        "app-orders",
+        ResourcePatternType.MATCH,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert client.describe_acls(match).result(30) == [prefixed]
+    deleted = client.delete_acls([exact, match])
+    assert deleted[exact].result(30) == [binding]
+    assert deleted[match].result(30) == [prefixed]
+    assert zk_get(secured, f"/kafka-acl/Topic/{topic}") is None
+    assert client.describe_acls(exact).result(30) == []
+
+
+def test_kafka_python_admin_acl_calls(secured):
+    client = KafkaAdminClient(**kafka_python(secured, "admin"))
+    try:
+        topic = new_name()
+        acl = ACL(
+            principal="User:bob",
+            host="*",
+            operation=KpOperation.WRITE,
+            permission_type=ACLPermissionType.ALLOW,
+            resource_pattern=ResourcePattern(KpResourceType.TOPIC, topic, KpPatternType.LITERAL),
+        )
+        result = client.create_acls([acl])
+        assert result["failed"] == [] and len(result["succeeded"]) == 1
+        acl_filter = ACLFilter(
+            principal="User:bob",
+            host="*",
+            operation=KpOperation.ANY,
+            permission_type=ACLPermissionType.ANY,
+            resource_pattern=ResourcePattern(KpResourceType.TOPIC, topic, KpPatternType.LITERAL),
+        )
+        found, error = client.describe_acls(acl_filter)
+        assert error is kafka_errors.NoError
+        assert [(a.principal, a.operation) for a in found] == [("User:bob", KpOperation.WRITE)]
+        deleted = client.delete_acls([acl_filter])
+        assert len(deleted[0][1]) == 1
+        assert client.describe_acls(acl_filter)[0] == []
+    finally:
+        client.close()
+
+
+def test_acl_apis_need_cluster_rights(secured):
+    """DescribeAcls needs DESCRIBE on the cluster (bob has it, from the ZooKeeper grant made
+    before the broker started); CreateAcls/DeleteAcls ALTER (nobody but the super user)."""
+    everything = AclBindingFilter(
+        ResourceType.ANY,
+        None,
+        ResourcePatternType.ANY,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    listed = admin(secured, "bob").describe_acls(everything).result(30)
+    assert any(b.principal == "User:bob" and b.restype == ResourceType.BROKER for b in listed)
+    # (confluent-kafka ignores DescribeAcls' top-level error; kafka-python raises it.)
+    client = KafkaAdminClient(**kafka_python(secured, "alice"))
+    try:
+        any_topic = ResourcePatternFilter(KpResourceType.ANY, None, KpPatternType.ANY)
+        with pytest.raises(kafka_errors.ClusterAuthorizationFailedError):
+            client.describe_acls(
+                ACLFilter(None, None, KpOperation.ANY, ACLPermissionType.ANY, any_topic)
+            )
+    finally:
+        client.close()
+    binding = AclBinding(
+        ResourceType.TOPIC,
+        "x",
+        ResourcePatternType.LITERAL,
+        "User:bob",
+        "*",
+        AclOperation.ALL,
+        AclPermissionType.ALLOW,
+    )
+    with pytest.raises(KafkaException) as refused:
+        admin(secured, "bob").create_acls([binding])[binding].result(30)
+    assert refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+# Producers and consumers ----------------------------------------------------------------------
+
+
+def test_producer_without_write_gets_topic_authorization_failed(secured):
+    topic = new_name()
+    create_topic(secured, topic)
+    error = produce_error(secured, "alice", topic)
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    grant(secured, "User:alice", AclOperation.WRITE, ResourceType.TOPIC, topic)
+    assert produce_error(secured, "alice", topic) is None
+
+
+def init_producer_id(broker, user: str, transactional_id: str | None = None):
+    """InitProducerId v4 as `user` (without a transactional id: an idempotent producer's)."""
+
+    async def call():
+        host, port = broker.bootstrap.rsplit(":", 1)
+        security = ClientSecurity("SASL_PLAINTEXT", sasl_username=user, sasl_password=USERS[user])
+        connection = BrokerConnection(host, int(port), security=security, request_timeout=15)
+        try:
+            module = request_module(22, 4)
+            return await connection.send(
+                module.InitProducerIdRequest(
+                    transactional_id=transactional_id,
+                    transaction_timeout=datetime.timedelta(seconds=60),
+                    producer_id=i64(-1),
+                    producer_epoch=i16(-1),
+                )
+            )
+        finally:
+            await connection.close()
+
+    return asyncio.run(call())
+
+
+def test_idempotent_producer_needs_idempotent_write_or_a_topic_write(secured):
+    """InitProducerId: CLUSTER_AUTHORIZATION_FAILED for a principal with neither
+    IdempotentWrite on the cluster nor Write on any topic (Kafka 2.8+)."""
+    assert init_producer_id(secured, "carol").error_code == ErrorCode.cluster_authorization_failed
+    topic = new_name("idem")
+    create_topic(secured, topic)
+    grant(secured, "User:carol", AclOperation.WRITE, ResourceType.TOPIC, topic)
+    granted = init_producer_id(secured, "carol")
+    assert granted.error_code == ErrorCode.none and granted.producer_id >= 0
+    # A transactional producer needs WRITE on its transactional id.
+    transactional = init_producer_id(secured, "carol", transactional_id=new_name("tx"))
+    assert transactional.error_code == ErrorCode.transactional_id_authorization_failed
+    producer = Producer({**librdkafka(secured, "carol"), "enable.idempotence": True})
+    outcome: list = []
+    producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
+    producer.flush(20)
+    assert outcome == [None]
+
+
+def test_consumer_needs_read_on_group_and_topic(secured):
+    topic, group = new_name(), new_name("g")
+    create_topic(secured, topic)
+    assert produce_error(secured, "admin", topic) is None
+    grant(secured, "User:alice", AclOperation.READ, ResourceType.TOPIC, topic)
+
+    def consume():
+        consumer = KafkaConsumer(
+            topic,
+            group_id=group,
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=8000,
+            **kafka_python(secured, "alice"),
+        )
+        try:
+            return [m.value for m in consumer]
+        finally:
+            consumer.close()
+
+    with pytest.raises(kafka_errors.GroupAuthorizationFailedError):
+        consume()
+    grant(secured, "User:alice", AclOperation.READ, ResourceType.GROUP, group)
+    assert consume() == [b"v"]
+
+
+def test_deny_overrides_allow(secured):
+    topic = new_name("deny")
+    create_topic(secured, topic)
+    grant(secured, "User:bob", AclOperation.ALL, ResourceType.TOPIC, topic)
+    assert produce_error(secured, "bob", topic) is None
+    grant(
+        secured,
+        "User:*",
+        AclOperation.WRITE,
+        ResourceType.TOPIC,
+        topic,
+        permission=AclPermissionType.DENY,
+    )
+    error = produce_error(secured, "bob", topic)
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_prefixed_acls(secured):
+    prefix = new_name("pre") + "-"
+    inside, outside = prefix + "a", new_name("other")
+    for name in (inside, outside):
+        create_topic(secured, name)
+    grant(
+        secured,
+        "User:bob",
+        AclOperation.WRITE,
+        ResourceType.TOPIC,
+        prefix,
+        pattern=ResourcePatternType.PREFIXED,
+    )
+    assert produce_error(secured, "bob", inside) is None
+    error = produce_error(secured, "bob", outside)
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_metadata_leaves_out_topics_the_principal_may_not_describe(secured):
+    visible, hidden = new_name("vis"), new_name("hid")
+    for name in (visible, hidden):
+        create_topic(secured, name)
+    grant(secured, "User:alice", AclOperation.READ, ResourceType.TOPIC, visible)
+    client = admin(secured, "alice")
+    topics = client.list_topics(timeout=30).topics
+    assert visible in topics and hidden not in topics
+    # Asked by name: denied and missing look alike.
+    asked = client.list_topics(hidden, timeout=30).topics[hidden]
+    assert asked.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    described = client.describe_topics(
+        TopicCollection([visible]), include_authorized_operations=True
+    )[visible].result(30)
+    assert set(described.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+    cluster = client.describe_cluster(include_authorized_operations=True).result(30)
+    assert not cluster.authorized_operations  # none (librdkafka: None for an empty set)
+    everything = admin(secured).describe_cluster(include_authorized_operations=True).result(30)
+    assert AclOperation.CLUSTER_ACTION in everything.authorized_operations
+
+
+def test_topic_creation_and_deletion_need_their_rights(secured):
+    name = new_name("create")
+    futures = admin(secured, "alice").create_topics([NewTopic(name, 1, 1)])
+    with pytest.raises(KafkaException) as refused:
+        futures[name].result(30)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    grant(secured, "User:alice", AclOperation.CREATE, ResourceType.TOPIC, name)
+    admin(secured, "alice").create_topics([NewTopic(name, 1, 1)])[name].result(30)
+    with pytest.raises(KafkaException) as not_deletable:
+        admin(secured, "alice").delete_topics([name])[name].result(30)
+    assert not_deletable.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_configs_need_describe_configs_or_alter_configs(secured):
+    topic = new_name("cfg")
+    create_topic(secured, topic)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    client = admin(secured, "alice")
+    with pytest.raises(KafkaException) as refused:
+        client.describe_configs([resource])[resource].result(30)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    broker = ConfigResource(ConfigResource.Type.BROKER, "1")
+    with pytest.raises(KafkaException) as cluster_refused:
+        client.describe_configs([broker])[broker].result(30)
+    assert cluster_refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    # AlterConfigs implies DescribeConfigs.
+    grant(secured, "User:alice", AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, topic)
+    described = client.describe_configs([resource])[resource].result(30)
+    assert "retention.ms" in described
+
+
+# Inter-broker requests ------------------------------------------------------------------------
+
+
+def test_a_non_broker_principal_is_refused_cluster_action(secured):
+    async def update_metadata(user: str):
+        host, port = secured.bootstrap.rsplit(":", 1)
+        security = ClientSecurity("SASL_PLAINTEXT", sasl_username=user, sasl_password=USERS[user])
+        connection = BrokerConnection(host, int(port), security=security, request_timeout=15)
+        try:
+            return await connection.send(
+                interbroker.UpdateMetadataRequest(
+                    controller_id=1, controller_epoch=0, topic_states=(), live_brokers=()
+                )
+            )
+        finally:
+            await connection.close()
+
+    refused = asyncio.run(update_metadata("alice"))
+    assert refused.error_code == ErrorCode.cluster_authorization_failed
+    # The broker's own principal (a super user) gets past the authorizer to the epoch checks.
+    passed = asyncio.run(update_metadata("admin"))
+    assert passed.error_code != ErrorCode.cluster_authorization_failed
+
+
+# The command line ------------------------------------------------------------------------------
+
+
+def test_brokerd_acls_through_the_admin_api(secured, tmp_path):
+    config = tmp_path / "admin.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret";\n'
+    )
+    topic, group = new_name(), new_name("g")
+    create_topic(secured, topic)
+    base = ["--bootstrap-server", secured.bootstrap, "--command-config", str(config)]
+    added = brokerd_acls(
+        *base, "--add", "--allow-principal", "User:bob", "--producer", "--topic", topic
+    )
+    assert added.returncode == 0, added.stderr
+    assert "operation=WRITE, permissionType=ALLOW" in added.stdout
+    assert produce_error(secured, "bob", topic) is None
+    listed = brokerd_acls(*base, "--list", "--topic", topic)
+    assert f"name={topic}, patternType=LITERAL" in listed.stdout
+    assert listed.stdout.count("principal=User:bob") == 3  # WRITE, DESCRIBE, CREATE
+    consumer = brokerd_acls(
+        *base,
+        "--add",
+        "--allow-principal",
+        "User:bob",
+        "--consumer",
+        "--topic",
+        topic,
+        "--group",
+        group,
+    )
+    assert consumer.returncode == 0, consumer.stderr
+    removed = brokerd_acls(*base, "--remove", "--topic", topic, "--force")
+    assert removed.returncode == 0, removed.stderr
+    error = produce_error(secured, "bob", topic)
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert "principal=User:bob" not in brokerd_acls(*base, "--list", "--topic", topic).stdout
+
+
+# Several brokers --------------------------------------------------------------------------------
+
+
+def test_acl_changes_reach_every_broker(zookeeper, tmp_path_factory):
+    """Two brokers of one cluster (replicating over SASL as the super user): an ACL created
+    through one broker, and one written by `brokerd acls` on ZooKeeper, are applied by the
+    other from the change notifications."""
+    first = secured_broker(zookeeper, tmp_path_factory)
+    zk_connect = first.props["zookeeper.connect"]
+    second = secured_broker(zookeeper, tmp_path_factory, zk_connect=zk_connect, broker_id=2)
+    try:
+        first.start()
+        second.start()
+        topic = new_name("two")
+        admin(first).create_topics([NewTopic(topic, 1, 2)])[topic].result(30)
+        binding = grant(first, "User:alice", AclOperation.READ, ResourceType.TOPIC, topic)
+        exact = AclBindingFilter(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            None,
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+
+        def seen_by_second() -> list:
+            # DescribeAcls answers from the broker's own copy of the ACLs.
+            deadline = time.monotonic() + 10
+            while True:
+                found = admin(second).describe_acls(exact).result(30)
+                if found or time.monotonic() > deadline:
+                    return found
+                time.sleep(0.1)
+
+        assert seen_by_second() == [binding]
+        # alice's Metadata on the second broker now shows the topic.
+        assert topic in admin(second, "alice").list_topics(timeout=30).topics
+        done = brokerd_acls(
+            "--authorizer-properties",
+            f"zookeeper.connect={zk_connect}",
+            "--remove",
+            "--topic",
+            topic,
+        )
+        assert done.returncode == 0, done.stderr
+        assert seen_by_second() == []
+        assert topic not in admin(second, "alice").list_topics(timeout=30).topics
+        # Replication between the brokers (CLUSTER_ACTION as the super user) works.
+        assert produce_error(first, "admin", topic) is None
+    finally:
+        first.kill()
+        second.kill()
