@@ -62,6 +62,7 @@ SUPPORTED: dict[int, VersionRange] = {
     31: VersionRange(1, 3),  # DeleteAcls
     32: VersionRange(1, 4),  # DescribeConfigs
     33: VersionRange(0, 2),  # AlterConfigs
+    34: VersionRange(1, 2),  # AlterReplicaLogDirs
     35: VersionRange(1, 4),  # DescribeLogDirs
     36: VersionRange(0, 2),  # SaslAuthenticate (v1+: session lifetime)
     37: VersionRange(0, 3),  # CreatePartitions

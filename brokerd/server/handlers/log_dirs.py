@@ -160,5 +160,4 @@ def _alter_all(
     return codes
 
 
-# AlterReplicaLogDirs (34) is registered with its advertised versions in the next commit.
-HANDLERS = {35: handle_describe_log_dirs}
+HANDLERS = {34: handle_alter_replica_log_dirs, 35: handle_describe_log_dirs}
