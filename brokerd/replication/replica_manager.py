@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -105,6 +106,8 @@ class ReplicaManager:
         # Partitions (with a state) sync_leadership has looked at; None before its first look.
         self._looked_at: set[tuple[str, int]] | None = None
         self._removals = BackgroundTasks(log, "removing a deleted partition directory failed")
+        # Called once every log dir has failed (Kafka halts the broker: it serves nothing).
+        self.halt: Callable[[], object] = lambda: os._exit(1)
 
     # Lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -505,7 +508,12 @@ class ReplicaManager:
             self._notify_leadership(set(), lost)
         log.error("log dir %s is offline: partitions %s stopped", directory, sorted(stopped))
         if not self.log_manager.live_log_dirs():
-            log.error("every log dir is offline: this broker holds no replica any more")
+            # Kafka's handleLogDirFailure: "Shutdown broker because all log dirs have failed"
+            # (Exit.halt): its ZooKeeper session ends and the controller moves everything.
+            log.critical("every log dir has failed (%s): halting the broker", directory)
+            logging.shutdown()
+            self.halt()
+            return
         try:
             await self.zk.create_json(
                 zk_data.LOG_DIR_EVENT_PREFIX,

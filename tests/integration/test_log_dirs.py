@@ -261,3 +261,14 @@ def test_a_failed_dir_goes_offline_alone(make_broker, tmp_path):
     finally:
         producer.close()
         admin.close()
+
+
+def test_a_broker_whose_every_dir_failed_halts(make_broker, tmp_path):
+    """As Kafka's handleLogDirFailure: with no log dir left the broker exits (status 1)."""
+    only = tmp_path / "only"
+    process = make_broker(log_dirs=str(only), log_flush_offset_checkpoint_interval_ms="300").start()
+    only.rename(tmp_path / "only.broken")
+    only.write_text("not a directory any more")
+    assert process.process is not None
+    assert process.process.wait(30) == 1
+    assert "every log dir has failed" in process.output
