@@ -285,3 +285,35 @@ def test_a_transaction_past_its_timeout_is_aborted(txn_broker, topic_name):
         time.sleep(0.3)
     with pytest.raises(KafkaException):
         producer.commit_transaction(TIMEOUT)
+
+
+async def test_aiokafka_transactions_with_offsets(txn_broker, topic_name):
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.structs import TopicPartition as AioTopicPartition
+
+    bootstrap = txn_broker.bootstrap
+    create_topics(bootstrap, topic_name)
+    group = f"g-{uuid.uuid4()}"
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4()}")
+    await producer.start()
+    try:
+        async with producer.transaction():
+            await producer.send_and_wait(topic_name, b"one", partition=0)
+            await producer.send_offsets_to_transaction(
+                {AioTopicPartition(topic_name, 1): 42}, group
+            )
+        await producer.begin_transaction()
+        await producer.send_and_wait(topic_name, b"two", partition=0)
+        await producer.abort_transaction()
+    finally:
+        await producer.stop()
+    assert [v for _, _, v in read_all(bootstrap, topic_name, 2, "read_committed")] == [b"one"]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    deadline = time.monotonic() + TIMEOUT
+    while True:  # the marker on the group's partition follows the EndTxn answer
+        [committed] = consumer.committed([TopicPartition(topic_name, 1)], TIMEOUT)
+        if committed.offset == 42 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    consumer.close()
+    assert committed.offset == 42
