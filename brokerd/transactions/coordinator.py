@@ -197,6 +197,8 @@ class TransactionCoordinator:
             code = await self._end(
                 transactional_id, metadata.producer_id, outcome.producer_epoch, False, False
             )
+            if metadata.pending_state == S.PREPARE_EPOCH_FENCE:
+                metadata.abort_transition()  # the abort was refused before it began
             return InitResult(code if code else E.concurrent_transactions)
         code = await self.manager.append(transactional_id, held, outcome)
         if code:
