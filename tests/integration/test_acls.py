@@ -73,6 +73,9 @@ def secured_props(zk_connect: str | None = None) -> dict[str, str]:
         "super.users": "User:admin",
         "num.partitions": "1",
         "offsets.topic.num.partitions": "1",
+        "transaction.state.log.num.partitions": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
     }
     if zk_connect:
@@ -382,6 +385,57 @@ def test_idempotent_producer_needs_idempotent_write_or_a_topic_write(secured):
     producer.produce(topic, b"v", on_delivery=lambda err, _msg: outcome.append(err))
     producer.flush(20)
     assert outcome == [None]
+
+
+def raw_call(broker, user: str, api_key: int, version: int, **fields):
+    """One request of `api_key` v`version` (kio's schema) as `user`; its response."""
+
+    async def call():
+        host, port = broker.bootstrap.rsplit(":", 1)
+        security = ClientSecurity("SASL_PLAINTEXT", sasl_username=user, sasl_password=USERS[user])
+        connection = BrokerConnection(host, int(port), security=security, request_timeout=15)
+        try:
+            module = request_module(api_key, version)
+            request_class = next(
+                getattr(module, name) for name in dir(module) if name.endswith("Request")
+            )
+            return await connection.send(request_class(**fields))
+        finally:
+            await connection.close()
+
+    return asyncio.run(call())
+
+
+def test_transactions_need_write_on_the_transactional_id(secured):
+    transactional_id, topic = new_name("tx"), new_name("txt")
+    create_topic(secured, topic)
+    ended = raw_call(
+        secured,
+        "carol",
+        26,
+        3,
+        transactional_id=transactional_id,
+        producer_id=i64(1),
+        producer_epoch=i16(0),
+        committed=True,
+    )
+    assert ended.error_code == ErrorCode.transactional_id_authorization_failed
+    described = raw_call(secured, "carol", 65, 0, transactional_ids=(transactional_id,))
+    assert [s.error_code for s in described.transaction_states] == [
+        ErrorCode.transactional_id_authorization_failed
+    ]
+    # With WRITE on the id and the topic a transactional producer commits.
+    grant(
+        secured, "User:carol", AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    )
+    grant(secured, "User:carol", AclOperation.WRITE, ResourceType.TOPIC, topic)
+    producer = Producer({**librdkafka(secured, "carol"), "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"in-txn")
+    producer.commit_transaction(30)
+    listed = raw_call(secured, "carol", 66, 0, state_filters=(), producer_id_filters=())
+    assert [s.transactional_id for s in listed.transaction_states] == [transactional_id]
 
 
 def test_consumer_needs_read_on_group_and_topic(secured):

@@ -17,6 +17,7 @@ import logging
 from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation, ResourceType
 from brokerd.transactions.transaction_log import TOPIC as TRANSACTION_STATE_TOPIC
 
 from .context import HandlerContext
@@ -86,6 +87,11 @@ async def init_transactional_producer_id(ctx: HandlerContext, request: Request):
 
 
 # AddPartitionsToTxn ------------------------------------------------------------------------------
+def _may_write_txn(ctx: HandlerContext, transactional_id: str) -> bool:
+    """ACLs: WRITE on the transactional id (every transactional API, as Kafka)."""
+    return ctx.auth.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
 def _known(ctx: HandlerContext, topic: str, partition: int) -> bool:
     info = ctx.metadata.topic(topic)
     return info is not None and partition in info.assignment
@@ -101,11 +107,16 @@ async def handle_add_partitions_to_txn(ctx: HandlerContext, request: Request):
     requested: list[tuple[str, int]] = []
     for topic in body.v3_and_below_topics:
         requested.extend((str(topic.name), int(p)) for p in topic.partitions)
-    unknown = [tp for tp in requested if not _known(ctx, *tp)]
+    writable = ctx.auth.filter(AclOperation.WRITE, ResourceType.TOPIC, (t for t, _ in requested))
+    denied = [tp for tp in requested if tp[0] not in writable]
+    unknown = [tp for tp in requested if tp[0] in writable and not _known(ctx, *tp)]
     errors: dict[tuple[str, int], int]
-    if unknown:
-        # Kafka's KafkaApis: nothing is added when a partition is unknown.
+    if not _may_write_txn(ctx, transactional_id):
+        errors = dict.fromkeys(requested, E.transactional_id_authorization_failed)
+    elif unknown or denied:
+        # Kafka's KafkaApis: nothing is added when a partition is unknown or not writable.
         errors = dict.fromkeys(requested, E.operation_not_attempted)
+        errors.update(dict.fromkeys(denied, E.topic_authorization_failed))
         errors.update(dict.fromkeys(unknown, E.unknown_topic_or_partition))
     else:
         code = await ctx.transactions.add_partitions(
@@ -145,9 +156,15 @@ async def handle_add_partitions_to_txn(ctx: HandlerContext, request: Request):
 async def handle_add_offsets_to_txn(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
-    code = await ctx.transactions.add_offsets(
-        body.transactional_id, int(body.producer_id), int(body.producer_epoch), body.group_id
-    )
+    code: int
+    if not _may_write_txn(ctx, body.transactional_id):
+        code = E.transactional_id_authorization_failed
+    elif not ctx.auth.group(AclOperation.READ, body.group_id):
+        code = E.group_authorization_failed
+    else:
+        code = await ctx.transactions.add_offsets(
+            body.transactional_id, int(body.producer_id), int(body.producer_epoch), body.group_id
+        )
     return build(
         module.AddOffsetsToTxnResponse,
         throttle_time=NO_THROTTLE,
@@ -158,9 +175,13 @@ async def handle_add_offsets_to_txn(ctx: HandlerContext, request: Request):
 async def handle_end_txn(ctx: HandlerContext, request: Request):
     body = request.body
     module = response_module(request.api_key, request.api_version)
-    code = await ctx.transactions.end_transaction(
-        body.transactional_id, int(body.producer_id), int(body.producer_epoch), body.committed
-    )
+    code: int
+    if not _may_write_txn(ctx, body.transactional_id):
+        code = E.transactional_id_authorization_failed
+    else:
+        code = await ctx.transactions.end_transaction(
+            body.transactional_id, int(body.producer_id), int(body.producer_epoch), body.committed
+        )
     return build(
         module.EndTxnResponse,
         throttle_time=NO_THROTTLE,
@@ -177,9 +198,22 @@ async def handle_txn_offset_commit(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, version)
     offsets = {}
     unknown = {}
+    # ACLs as Kafka: WRITE on the transactional id, READ on the group, READ on each topic.
+    refused = None
+    if not _may_write_txn(ctx, body.transactional_id):
+        refused = E.transactional_id_authorization_failed
+    elif not ctx.auth.group(AclOperation.READ, body.group_id):
+        refused = E.group_authorization_failed
+    readable = ctx.auth.filter(AclOperation.READ, ResourceType.TOPIC, (t.name for t in body.topics))
     for topic in body.topics:
         for p in topic.partitions:
             key = (str(topic.name), int(p.partition_index))
+            if refused is not None:
+                unknown[key] = refused
+                continue
+            if key[0] not in readable:
+                unknown[key] = E.topic_authorization_failed
+                continue
             if not _known(ctx, *key):
                 unknown[key] = E.unknown_topic_or_partition
                 continue
@@ -234,6 +268,23 @@ async def handle_describe_transactions(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     states = []
     for transactional_id in request.body.transactional_ids:
+        if not ctx.auth.authorize(
+            AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        ):
+            states.append(
+                build(
+                    module.TransactionState,
+                    error_code=E.transactional_id_authorization_failed,
+                    transactional_id=transactional_id,
+                    transaction_state="",  # the rest: the schema's defaults, as Kafka
+                    transaction_timeout=datetime.timedelta(0),
+                    transaction_start_time=_datetime(0),
+                    producer_id=0,
+                    producer_epoch=0,
+                    topics=(),
+                )
+            )
+            continue
         found = ctx.transactions.describe(transactional_id)
         by_topic: dict[str, list[int]] = {}
         for topic, partition in found.partitions:
@@ -274,6 +325,11 @@ async def handle_list_transactions(ctx: HandlerContext, request: Request):
     error, listings = ctx.transactions.list_transactions(
         filters, {int(p) for p in body.producer_id_filters}
     )
+    # ACLs: only the transactional ids the principal may DESCRIBE (Kafka).
+    visible = ctx.auth.filter(
+        AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, (x.transactional_id for x in listings)
+    )
+    listings = [listing for listing in listings if listing.transactional_id in visible]
     duration = int(getattr(body, "duration_filter", -1))
     if duration >= 0:
         descriptions = {
