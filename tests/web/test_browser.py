@@ -193,7 +193,8 @@ def test_compaction_from_the_maintenance_page_changes_the_segments_page(
     expect(segments.locator("#segments-hw")).to_have_text("60")
     expect(segments.locator("#cleanup-policy")).to_have_text("compact")
     expect(segments.locator("#segments tbody td.next").first).to_contain_text("compaction: dirty")
-    size_before = int(segments.locator("#log-size").inner_text())
+    size_before = int(segments.locator("#log-size").get_attribute("data-bytes"))
+    assert segments.locator("#log-size").inner_text().endswith(("B", "KiB"))  # readable
     segments.evaluate("() => { window.__noReload = true; }")
     segments.screenshot(path=str(ARTIFACTS / "segments-before.png"), full_page=True)
 
@@ -213,9 +214,9 @@ def test_compaction_from_the_maintenance_page_changes_the_segments_page(
     expect(segments.locator("#segments tbody td.next").first).to_contain_text("compaction: clean")
     smaller = segments.locator("#log-size")
     segments.wait_for_function(
-        f"() => Number(document.getElementById('log-size').textContent) < {size_before}"
+        f"() => Number(document.getElementById('log-size').dataset.bytes) < {size_before}"
     )
-    assert int(smaller.inner_text()) < size_before
+    assert int(smaller.get_attribute("data-bytes")) < size_before
     assert segments.evaluate("() => window.__noReload === true")
     segments.screenshot(path=str(ARTIFACTS / "segments-after.png"), full_page=True)
 

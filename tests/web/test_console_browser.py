@@ -7,6 +7,7 @@ Screenshots at 1440x900 land in tests/web/artifacts/."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
@@ -142,3 +143,47 @@ def test_group_offsets_reset_and_group_deleted_in_the_ui(browser_page, live_dash
     expect(page.locator("ul.messages li.success")).to_have_text(f"Consumer group {group} deleted.")
     listed = AdminClient({"bootstrap.servers": bootstrap}).list_consumer_groups().result()
     assert group not in [g.group_id for g in listed.valid]
+
+
+def test_readable_sizes_and_dark_mode(browser_page, live_dashboard):  # noqa: F811
+    page = browser_page
+    page.set_viewport_size({"width": 1440, "height": 900})
+    bootstrap = live_dashboard.broker.bootstrap
+    topic = f"console-d-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    admin.close()
+    produce_to(bootstrap, topic, 1500, partition=0)
+    log_in(page, live_dashboard)
+    page.goto(f"{live_dashboard.url}/clusters/local/topics/{topic}/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    row = page.locator("#partitions tbody tr[data-partition='0']")
+    expect(row.locator("td.hw")).to_have_text("1,500")  # thousands separator, live too
+    size = row.locator("td.size")
+    expect(size).to_have_text(re.compile(r"^\d+(\.\d)? KiB$"))  # ~1500 small records
+    assert int(size.get_attribute("data-bytes")) > 1024
+    assert size.get_attribute("title").endswith(" bytes")
+    page.screenshot(path=str(ARTIFACTS / "topic-light-1440x900.png"))
+
+    # Dark mode: the toggle overrides the system setting and is remembered.
+    background = "() => getComputedStyle(document.body).backgroundColor"
+    light = page.evaluate(background)
+    page.click("#theme-toggle")
+    expect(page.locator("#theme-toggle")).to_have_text("Theme: dark")
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+    dark = page.evaluate(background)
+    assert dark != light and sum(map(int, re.findall(r"\d+", dark)[:3])) < 100
+    page.reload()
+    expect(page.locator("#theme-toggle")).to_have_text("Theme: dark")
+    assert page.evaluate(background) == dark
+    page.screenshot(path=str(ARTIFACTS / "topic-dark-1440x900.png"))
+    page.goto(f"{live_dashboard.url}/clusters/local/topics/{topic}/configs/")
+    page.screenshot(path=str(ARTIFACTS / "topic-configs-dark-1440x900.png"))
+    # With the choice back on auto, a system in dark mode gets dark too.
+    page.click("#theme-toggle")  # light
+    page.click("#theme-toggle")  # auto
+    expect(page.locator("#theme-toggle")).to_have_text("Theme: auto")
+    page.emulate_media(color_scheme="dark")
+    assert page.evaluate(background) == dark
+    page.emulate_media(color_scheme="light")
+    assert page.evaluate(background) == light

@@ -8,6 +8,24 @@
   const status = document.getElementById("live-status");
   const setStatus = (state, text) => { status.dataset.state = state; status.textContent = text; };
   const text = (value) => (value === null || value === undefined ? "–" : String(value));
+  // Readable numbers (as the templates' readable filters): thousands separators, IEC sizes.
+  const num = (value) => (value === null || value === undefined || value === "" ? "–"
+    : Number(value).toLocaleString("en-US"));
+  const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  const bytes = (value) => {
+    if (value === null || value === undefined) return "–";
+    let size = Number(value), unit = 0;
+    while (Math.abs(size) >= 1024 && unit < UNITS.length - 1) { size /= 1024; unit += 1; }
+    if (unit === 0) return `${num(size)} B`;
+    const digits = Math.abs(size) < 100 ? 1 : 0;
+    return `${size.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })} ${UNITS[unit]}`;
+  };
+  const sizeNode = (node, value) => {
+    node.textContent = bytes(value);
+    node.dataset.bytes = value ?? "";
+    node.title = value === null || value === undefined ? "" : `${num(value)} bytes`;
+    return node;
+  };
   const el = (tag, content, cls) => {
     const node = document.createElement(tag);
     if (content !== undefined) node.textContent = content;
@@ -135,8 +153,8 @@
       id.append(link);
       row.append(id, el("td", p.leader ?? "none", "leader"), el("td", p.leader_epoch),
         el("td", p.replicas.map((r) => r.broker_id).join(", "), "replicas"),
-        el("td", p.isr.join(", "), "isr"), el("td", text(p.log_start_offset)),
-        el("td", text(p.high_watermark), "hw"), leo, el("td", p.size_bytes ?? "?"),
+        el("td", p.isr.join(", "), "isr"), el("td", num(p.log_start_offset)),
+        el("td", num(p.high_watermark), "hw"), leo, sizeNode(el("td", undefined, "size"), p.size_bytes),
         el("td", state, "state"), el("td", reassignmentText(p.reassignment), "reassignment"));
       if (body.dataset.operate) row.append(partitionActions(p));
       return row;
@@ -153,15 +171,15 @@
     if (data.error) return;
     setText("group-state", data.state);
     setText("group-members", data.members);
-    setText("total-lag", data.lag_summary.total_lag);
-    setText("max-lag", data.lag_summary.max_lag);
+    setText("total-lag", num(data.lag_summary.total_lag));
+    setText("max-lag", num(data.lag_summary.max_lag));
     const rows = document.querySelector("#lags tbody");
     rows.replaceChildren(...data.lags.map((r) => {
       const row = el("tr");
       row.dataset.partition = `${r.topic_name}:${r.partition_id}`;
       row.append(el("td", r.topic_name), el("td", r.partition_id),
-        el("td", text(r.current_offset), "committed"), el("td", text(r.log_end_offset), "hw"),
-        el("td", text(r.lag), "lag"), el("td", r.consumer_id || ""), el("td", r.client_id || ""));
+        el("td", num(r.current_offset), "committed"), el("td", num(r.log_end_offset), "hw"),
+        el("td", num(r.lag), "lag"), el("td", r.consumer_id || ""), el("td", r.client_id || ""));
       return row;
     }));
     const members = document.querySelector("#members tbody");
@@ -198,9 +216,10 @@
     showError(data.error);
     if (data.error || !data.segments) return;
     setText("segment-count", data.segments.length);
-    setText("log-start", data.log_start_offset);
-    setText("segments-hw", data.high_watermark);
-    setText("log-size", data.size_bytes);
+    setText("log-start", num(data.log_start_offset));
+    setText("segments-hw", num(data.high_watermark));
+    const logSize = document.getElementById("log-size");
+    if (logSize) sizeNode(logSize, data.size_bytes);
     setText("cleanup-policy", data.cleanup_policy);
     const rows = document.querySelector("#segments tbody");
     rows.replaceChildren(...data.segments.map((s) => {
@@ -208,7 +227,7 @@
       row.dataset.base = s.base_offset;
       row.append(el("td", s.base_offset, "base"), el("td", text(s.last_offset), "last"),
         el("td", when(s.first_timestamp)), el("td", when(s.max_timestamp)),
-        el("td", s.size_bytes, "size"), el("td", when(s.created_ms)), el("td", when(s.modified_ms)),
+        sizeNode(el("td", undefined, "size"), s.size_bytes), el("td", when(s.created_ms)), el("td", when(s.modified_ms)),
         el("td", nextAction(s), "next"));
       return row;
     }));
