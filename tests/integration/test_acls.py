@@ -42,7 +42,7 @@ from kafka.admin import ACLOperation as KpOperation
 from kafka.admin import ACLResourcePatternType as KpPatternType
 from kafka.admin import ResourceType as KpResourceType
 from kazoo.client import KazooClient
-from kio.static.primitive import i16, i64
+from kio.static.primitive import i16, i32, i64
 
 from brokerd.client.connection import BrokerConnection, ClientSecurity
 from brokerd.protocol import interbroker
@@ -548,6 +548,28 @@ def test_configs_need_describe_configs_or_alter_configs(secured):
     grant(secured, "User:alice", AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, topic)
     described = client.describe_configs([resource])[resource].result(30)
     assert "retention.ms" in described
+
+
+def test_log_dir_apis_need_cluster_rights(secured):
+    described = raw_call(secured, "alice", 35, 4, topics=None)
+    assert described.error_code == ErrorCode.cluster_authorization_failed
+    assert described.results == ()
+    assert raw_call(secured, "admin", 35, 4, topics=None).error_code == ErrorCode.none
+    module = request_module(34, 2)
+    moved = raw_call(
+        secured,
+        "alice",
+        34,
+        2,
+        dirs=(
+            module.AlterReplicaLogDir(
+                path="/nowhere",
+                topics=(module.AlterReplicaLogDirTopic(name="t", partitions=(i32(0),)),),
+            ),
+        ),
+    )
+    codes = [p.error_code for t in moved.results for p in t.partitions]
+    assert codes == [ErrorCode.cluster_authorization_failed]
 
 
 # Inter-broker requests ------------------------------------------------------------------------

@@ -115,7 +115,10 @@ async def handle_alter_replica_log_dirs(ctx: HandlerContext, request: Request):
         for topic in target.topics:
             for partition in topic.partitions:
                 wanted[(topic.name, partition)] = target.path  # a repeat: the last one wins
-    codes = await asyncio.to_thread(_alter_all, ctx, wanted)
+    if not ctx.auth.cluster(AclOperation.ALTER):  # ACLs: ALTER on the cluster (Kafka)
+        codes = dict.fromkeys(wanted, ErrorCode.cluster_authorization_failed)
+    else:
+        codes = await asyncio.to_thread(_alter_all, ctx, wanted)
     by_topic: dict[str, list] = defaultdict(list)
     for (topic, partition), code in codes.items():
         by_topic[topic].append(
