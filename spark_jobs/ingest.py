@@ -22,6 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spark_jobs.security import options_from_properties
 from spark_jobs.session import RESULT, ProgressReporter, build_session, emit
 
 FORMATS = ("csv", "json", "parquet")
@@ -39,6 +40,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--header-columns", default="", help="comma-separated")
     parser.add_argument("--no-csv-header", action="store_true", help="CSV without a header")
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
+    parser.add_argument(
+        "--command-config",
+        help="a Kafka client .properties for a secured cluster (security.protocol, sasl.*, "
+        "ssl.* with PEM stores): passed to the data source as kafka.* options",
+    )
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
     if args.format is None:
@@ -49,6 +55,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for item in args.option:
         if "=" not in item:
             parser.error(f"--option {item!r} is not KEY=VALUE")
+    if args.command_config:
+        try:
+            args.option += options_from_properties(args.command_config)
+        except OSError as exc:
+            parser.error(f"--command-config {args.command_config}: {exc.strerror}")
     return args
 
 

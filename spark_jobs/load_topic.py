@@ -28,6 +28,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_jobs.load_log import LoadLog
+from spark_jobs.security import client_security, options_from_properties
 from spark_jobs.session import RESULT, ProgressReporter, build_session, emit
 
 LOAD_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
@@ -41,6 +42,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--load-id", help="names this load; rerunning an id is idempotent")
     parser.add_argument("--from-timestamp", help="reload from this time (ms or ISO 8601)")
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
+    parser.add_argument(
+        "--command-config",
+        help="a Kafka client .properties for a secured cluster (security.protocol, sasl.*, "
+        "ssl.* with PEM stores): passed to the data source as kafka.* options",
+    )
     parser.add_argument("--max-records-per-partition", type=int)
     parser.add_argument(
         "--option",
@@ -60,6 +66,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for item in args.option:
         if "=" not in item:
             parser.error(f"--option {item!r} is not KEY=VALUE")
+    if args.command_config:
+        try:
+            args.option += options_from_properties(args.command_config)
+        except OSError as exc:
+            parser.error(f"--command-config {args.command_config}: {exc.strerror}")
     return args
 
 
@@ -81,7 +92,11 @@ def plan(args: argparse.Namespace, log: LoadLog) -> dict[int, dict[str, int]]:
     """Per partition, the [start, end) this load reads."""
     from brokerd.client import SyncClient
 
-    with SyncClient(args.bootstrap_servers, client_id="brokerd-load-topic") as client:
+    options = dict(item.split("=", 1) for item in args.option)
+    security = client_security(options)
+    with SyncClient(
+        args.bootstrap_servers, client_id="brokerd-load-topic", security=security
+    ) as client:
         earliest = client.admin.earliest_offsets(args.topic)
         latest = client.admin.high_watermarks(args.topic)
         at_time = (

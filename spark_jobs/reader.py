@@ -19,6 +19,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from brokerd.client import ConsumerRecord, OffsetOutOfRangeError, SyncClient
 
 from .offsets import OffsetRange, option, plan_ranges
+from .security import client_security
 
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 ARROW_SCHEMA = pa.schema(
@@ -67,6 +68,7 @@ def client_options(options: Mapping[str, str]) -> dict:
     return {
         "client_id": option(options, "kafka.client.id", "brokerd-spark"),
         "request_timeout": timeout,
+        "security": client_security(options),
     }
 
 

@@ -16,20 +16,30 @@ and for an import (files at `output` -> topic):
 
 Settings (or environment): SPARK_MASTER (default local[*]), SPARK_SUBMIT (default the
 spark-submit next to this interpreter), SPARK_CONF (dict of --conf values).
+
+A secured cluster's settings reach the job as a Kafka client .properties
+(`--command-config`), written with its PEM stores into a private directory under VAR_DIR
+for the job's lifetime and removed when it ends: no password on a command line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 import socket
 import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from dashboard.core.client_properties import write_client_properties
 from dashboard.core.live_updates import publish_load
 from dashboard.core.models import ACTIVE_LOAD_STATUSES, LoadStatus, SparkLoad
 from dashboard.core.spark_loads import RUN_TASK
@@ -86,6 +96,20 @@ def spark_conf(master: str) -> dict:
     return {**defaults, **_setting("SPARK_CONF", {})}
 
 
+@contextlib.contextmanager
+def client_properties_for(load: SparkLoad) -> Iterator[Path | None]:
+    """The cluster's client properties for the job's lifetime; None for PLAINTEXT."""
+    if load.cluster.security_protocol == "PLAINTEXT":
+        yield None
+        return
+    directory = settings.VAR_DIR / "spark-secrets" / f"load-{load.id}-{uuid.uuid4().hex[:8]}"
+    directory.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        yield write_client_properties(load.cluster, directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def log_path_for(load: SparkLoad):
     return settings.VAR_DIR / "spark-logs" / f"load-{load.id}.log"
 
@@ -123,7 +147,14 @@ def run_spark_load(load_id: int) -> dict[str, Any]:
     except ValueError as exc:
         return _finish(load, LoadStatus.FAILED, {"error": str(exc)})
     master = _setting("SPARK_MASTER", "local[*]")
-    argv = launcher.command(job, arguments, master=master, conf=spark_conf(master))
+    with client_properties_for(load) as properties:
+        if properties is not None:
+            arguments = [*arguments, "--command-config", str(properties)]
+        argv = launcher.command(job, arguments, master=master, conf=spark_conf(master))
+        return _follow(load, argv, path, runner, started)
+
+
+def _follow(load: SparkLoad, argv: list[str], path, runner: dict, started: float) -> dict:
     last_push, last_beat = [0.0], [time.monotonic()]
 
     def on_progress(progress: launcher.Progress) -> None:

@@ -10,6 +10,7 @@ they are. Stores are PEM only (Kafka 2.7+); JKS and PKCS12 are refused with a cl
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from brokerd.config.properties import parse_properties
 from brokerd.security.sasl.jaas import JaasConfigError, parse_jaas_config
 
+from .cluster_secrets import unseal
 from .models import Cluster, SaslMechanism, SecurityProtocol
 
 
@@ -147,3 +149,64 @@ def _private_key(pem: str, password: str | None) -> str:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()
+
+
+def stored_security(cluster: Cluster) -> ClusterSecurity:
+    """The cluster's stored settings, secrets unsealed (for a process that connects)."""
+    return ClusterSecurity(
+        security_protocol=cluster.security_protocol,
+        sasl_mechanism=cluster.sasl_mechanism,
+        sasl_username=cluster.sasl_username,
+        sasl_password=unseal(cluster.sasl_password_sealed) if cluster.sasl_password_sealed else "",
+        ssl_ca_pem=cluster.ssl_ca_pem,
+        ssl_certificate_pem=cluster.ssl_certificate_pem,
+        ssl_key_pem=unseal(cluster.ssl_key_sealed) if cluster.ssl_key_sealed else "",
+        ssl_check_hostname=cluster.ssl_check_hostname,
+    )
+
+
+JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_client_properties(cluster: Cluster, directory: Path) -> Path:
+    """The cluster's settings as a Kafka client .properties in `directory` (with its PEM
+    stores beside it), secrets unsealed into files only this user reads; the caller removes
+    the directory once the process that needs them is done."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def private(name: str, text: str) -> Path:
+        path = directory / name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        return path
+
+    security = stored_security(cluster)
+    lines = [f"security.protocol={security.security_protocol}"]
+    if security.security_protocol.startswith("SASL_"):
+        module = JAAS_MODULES[security.sasl_mechanism]
+        lines += [
+            f"sasl.mechanism={security.sasl_mechanism}",
+            f"sasl.jaas.config={module} required username={_quoted(security.sasl_username)} "
+            f"password={_quoted(security.sasl_password)};",
+        ]
+    if security.security_protocol in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL):
+        if security.ssl_ca_pem:
+            ca = private("truststore.pem", security.ssl_ca_pem)
+            lines += ["ssl.truststore.type=PEM", f"ssl.truststore.location={ca}"]
+        if security.ssl_certificate_pem:
+            keystore = private(
+                "keystore.pem", security.ssl_key_pem + "\n" + security.ssl_certificate_pem
+            )
+            lines += ["ssl.keystore.type=PEM", f"ssl.keystore.location={keystore}"]
+        if not security.ssl_check_hostname:
+            lines.append("ssl.endpoint.identification.algorithm=")
+    return private("client.properties", "\n".join(lines) + "\n")
