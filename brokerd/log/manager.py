@@ -711,8 +711,10 @@ class LogManager:
             movers.shutdown(wait=True, cancel_futures=False)
 
     def moving(self) -> dict[TopicPartition, FutureReplicaMove]:
-        with self._moves_lock:
-            return dict(self._moves)
+        """The moves in progress. Without the lock (one dict copy, atomic under the GIL):
+        DescribeLogDirs calls it on the event loop, and alter_log_dir holds the lock while
+        it makes a future log's files."""
+        return dict(self._moves)
 
     # Failed log dirs ---------------------------------------------------------------------
     def fail_dir(self, directory: Path, reason: str) -> list[TopicPartition]:
