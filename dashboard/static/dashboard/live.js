@@ -193,7 +193,18 @@
     if (window.LagChart) window.LagChart.push(Date.now() / 1000, data.lag_summary.total_lag);
   }
 
-  const when = (ms) => (ms === null || ms === undefined || ms < 0 ? "–" : new Date(ms).toISOString().replace("T", " ").slice(0, 19));
+  // A time with its zone and how long ago (or from now) it is: "2024-05-01 12:00:00 UTC (3 min ago)".
+  const age = (ms) => {
+    const seconds = Math.round((Date.now() - ms) / 1000), past = seconds >= 0;
+    let left = Math.abs(seconds), words;
+    if (left < 60) words = `${left} s`;
+    else if (left < 3600) words = `${Math.floor(left / 60)} min`;
+    else if (left < 86400) { left = Math.floor(left / 60); words = `${Math.floor(left / 60)} h ${left % 60} min`; }
+    else words = `${Math.floor(left / 86400)} d ${Math.floor((left % 86400) / 3600)} h`;
+    return past ? `${words} ago` : `in ${words}`;
+  };
+  const when = (ms) => (ms === null || ms === undefined || ms < 0 ? "–"
+    : `${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC (${age(ms)})`);
 
   function nextAction(s) {
     // What the broker will do to this segment next, as its admin API computed it.
