@@ -112,6 +112,11 @@ def test_group_offsets_reset_and_group_deleted_in_the_ui(browser_page, live_dash
     commit_standalone(bootstrap, group, {(topic, 0): 5})
     log_in(page, live_dashboard)
     page.goto(f"{live_dashboard.url}/clusters/local/groups/{group}/")
+    expect(page.locator("#live-status")).to_have_text("live")
+    # Empty tables say so, also once the live snapshot has redrawn them.
+    expect(page.locator("#members tbody tr.empty-state")).to_have_text(
+        "no members: the group is inactive"
+    )
 
     # Preview a shift back by 3: the table shows it, nothing is committed.
     page.select_option("#reset-offsets [name=to]", "shift")

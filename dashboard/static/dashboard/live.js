@@ -166,6 +166,15 @@
     if (node) node.textContent = text(value);
   };
 
+  // A table with no rows says so (the same words as the server-rendered page).
+  const emptyRow = (columns, words) => {
+    const row = el("tr", undefined, "empty-state");
+    const cell = el("td", words, "empty-row");
+    cell.colSpan = columns;
+    row.append(cell);
+    return row;
+  };
+
   function renderGroup(data) {
     showError(data.error);
     if (data.error) return;
@@ -182,6 +191,7 @@
         el("td", num(r.lag), "lag"), el("td", r.consumer_id || ""), el("td", r.client_id || ""));
       return row;
     }));
+    if (!data.lags.length) rows.append(emptyRow(7, "no committed offsets and no assigned partitions"));
     const members = document.querySelector("#members tbody");
     members.replaceChildren(...data.member_list.map((m) => {
       const row = el("tr");
@@ -190,6 +200,7 @@
         el("td", m.assignments.map((a) => `${a.topic_name}-${a.partition_id}`).join(" ")));
       return row;
     }));
+    if (!data.member_list.length) members.append(emptyRow(5, "no members: the group is inactive"));
     if (window.LagChart) window.LagChart.push(Date.now() / 1000, data.lag_summary.total_lag);
   }
 
