@@ -42,6 +42,7 @@ from kafka.admin import ACLOperation as KpOperation
 from kafka.admin import ACLResourcePatternType as KpPatternType
 from kafka.admin import ResourceType as KpResourceType
 from kazoo.client import KazooClient
+from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i32, i64
 
 from brokerd.client.connection import BrokerConnection, ClientSecurity
@@ -387,11 +388,12 @@ def test_idempotent_producer_needs_idempotent_write_or_a_topic_write(secured):
     assert outcome == [None]
 
 
-def raw_call(broker, user: str, api_key: int, version: int, **fields):
-    """One request of `api_key` v`version` (kio's schema) as `user`; its response."""
+def raw_call(broker, user: str, api_key: int, version: int, address=None, **fields):
+    """One request of `api_key` v`version` (kio's schema) as `user` to the client listener
+    (or `address`); its response."""
 
     async def call():
-        host, port = broker.bootstrap.rsplit(":", 1)
+        host, port = (address or broker.bootstrap).rsplit(":", 1)
         security = ClientSecurity("SASL_PLAINTEXT", sasl_username=user, sasl_password=USERS[user])
         connection = BrokerConnection(host, int(port), security=security, request_timeout=15)
         try:
@@ -594,6 +596,51 @@ def test_a_non_broker_principal_is_refused_cluster_action(secured):
     # The broker's own principal (a super user) gets past the authorizer to the epoch checks.
     passed = asyncio.run(update_metadata("admin"))
     assert passed.error_code != ErrorCode.cluster_authorization_failed
+
+
+def test_a_follower_fetch_without_cluster_action_is_refused(secured):
+    """A Fetch with a replica id from a principal without CLUSTER_ACTION: every partition
+    TOPIC_AUTHORIZATION_FAILED (Kafka), even with READ on the topic and on the inter-broker
+    listener (with an authorizer the principal decides, not the listener)."""
+    topic = new_name("follow")
+    create_topic(secured, topic)
+    grant(secured, "User:alice", AclOperation.READ, ResourceType.TOPIC, topic)
+    module = request_module(1, 12)
+
+    def fetch(user: str, replica_id: int, address=None):
+        return raw_call(
+            secured,
+            user,
+            1,
+            12,
+            address=address,
+            replica_id=BrokerId(replica_id),
+            max_wait=datetime.timedelta(0),
+            min_bytes=i32(0),
+            session_id=i32(0),
+            session_epoch=i32(-1),
+            topics=(
+                module.FetchTopic(
+                    topic=topic,
+                    partitions=(
+                        module.FetchPartition(
+                            partition=i32(0), fetch_offset=i64(0), partition_max_bytes=i32(1024)
+                        ),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+
+    def codes(response):
+        return [p.error_code for t in response.responses for p in t.partitions]
+
+    assert codes(fetch("alice", 2)) == [ErrorCode.topic_authorization_failed]
+    internal = secured.internal_bootstrap
+    assert codes(fetch("alice", 2, internal)) == [ErrorCode.topic_authorization_failed]
+    assert codes(fetch("admin", 2, internal)) == [ErrorCode.none]  # the brokers' principal
+    assert codes(fetch("alice", -1)) == [ErrorCode.none]  # as a consumer, READ suffices
 
 
 # The command line ------------------------------------------------------------------------------
