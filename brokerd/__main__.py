@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     acls = commands.add_parser("acls", help="ACLs (kafka-acls.sh)", add_help=False)
     acls.set_defaults(run=_run_acls)
+
+    transactions = commands.add_parser(
+        "transactions",
+        help="list and describe transactions (kafka-transactions.sh)",
+        add_help=False,
+    )
+    transactions.set_defaults(run=_run_transactions)
     return parser
 
 
@@ -149,6 +156,14 @@ def _run_acls(args: argparse.Namespace, rest: list[str]) -> int:
     return acls.run(parser.parse_args(rest))
 
 
+def _run_transactions(args: argparse.Namespace, rest: list[str]) -> int:
+    from brokerd.tools import transactions
+
+    parser = argparse.ArgumentParser(prog="brokerd transactions")
+    transactions.add_arguments(parser)
+    return transactions.run(parser.parse_args(rest))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
@@ -162,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_configs(args, rest)
     if args.command == "acls":
         return _run_acls(args, rest)
+    if args.command == "transactions":
+        return _run_transactions(args, rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return args.run(args)

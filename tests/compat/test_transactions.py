@@ -317,3 +317,37 @@ async def test_aiokafka_transactions_with_offsets(txn_broker, topic_name):
         time.sleep(0.1)
     consumer.close()
     assert committed.offset == 42
+
+
+def test_brokerd_transactions_list_and_describe(txn_broker, topic_name):
+    """`brokerd transactions` (kafka-transactions.sh's list and describe) shows an open
+    transaction's state, producer and partitions from its coordinator."""
+    import argparse
+    import io
+
+    from brokerd.tools import transactions as tool
+
+    bootstrap = txn_broker.bootstrap
+    create_topics(bootstrap, topic_name)
+    transactional_id = f"tx-{uuid.uuid4()}"
+    producer = transactional_producer(bootstrap, transactional_id)
+    producer.begin_transaction()
+    producer.produce(topic_name, b"open", partition=1)
+    producer.flush(TIMEOUT)
+
+    def run(*argv: str) -> list[list[str]]:
+        parser = argparse.ArgumentParser()
+        tool.add_arguments(parser)
+        out = io.StringIO()
+        assert tool.run(parser.parse_args(["--bootstrap-server", bootstrap, *argv]), out) == 0
+        return [line.split("\t") for line in out.getvalue().splitlines()]
+
+    listed = run("list")
+    assert listed[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert [transactional_id, "1"] == [r[:2] for r in listed if r[0] == transactional_id][0]
+    [header, row] = run("describe", "--transactional-id", transactional_id)
+    described = dict(zip(header, row, strict=True))
+    assert described["TransactionState"] == "Ongoing"
+    assert described["TopicPartitions"] == f"{topic_name}-1"
+    assert int(described["TransactionDurationMs"]) >= 0
+    producer.commit_transaction(TIMEOUT)
