@@ -10,6 +10,8 @@ success redirects with a message. Changes need the operator role and are audited
 
 from __future__ import annotations
 
+import asyncio
+
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
@@ -18,6 +20,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from brokerd.client.errors import KafkaClientError
+from brokerd.client.results import AdminError
 from dashboard.core import audit, snapshots
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import error_text, with_cluster
@@ -69,24 +72,62 @@ def _page_args(request) -> tuple[str, int]:
     return after, size
 
 
+async def _page_rows(ops, names: list[str]) -> list[dict]:
+    """The listed topics' rows: partitions, replication, under-replicated partitions and
+    records (high watermark minus log start, summed), from one metadata refresh and one
+    ListOffsets per end for the page's partitions only."""
+    metadata = await ops.refresh(names or None) if names else None
+    if metadata is None:
+        return []
+    partitions = [
+        (n, p) for n in names if n in metadata.topics for p in metadata.topics[n].partitions
+    ]
+    starts, ends = await asyncio.gather(
+        _offsets(ops, partitions, "earliest"), _offsets(ops, partitions, "latest")
+    )
+    rows = []
+    for n in names:
+        info = metadata.topics.get(n)
+        if info is None:
+            continue
+        first = info.partitions.get(0) or next(iter(info.partitions.values()), None)
+        known = [(n, p) for p in info.partitions if (n, p) in starts and (n, p) in ends]
+        rows.append(
+            {
+                "name": n,
+                "partitions": len(info.partitions),
+                "replication": len(first.replicas) if first else 0,
+                "under_replicated": sum(
+                    1 for p in info.partitions.values() if len(p.isr) < len(p.replicas)
+                ),
+                "records": sum(ends[tp] - starts[tp] for tp in known)
+                if len(known) == len(info.partitions)
+                else None,
+                "internal": info.is_internal,
+            }
+        )
+    return rows
+
+
+async def _offsets(ops, partitions, spec) -> dict:
+    if not partitions:
+        return {}
+    try:
+        listed = await ops.admin.list_offsets(dict.fromkeys(partitions, spec))
+    except AdminError as exc:  # a partition without a leader: the rest still count
+        listed = exc.results
+    return {tp: found.offset for tp, found in listed.items()}
+
+
 def _render_topic_list(request, cluster: Cluster, create=None, create_error=None, status=200):
     after, size = _page_args(request)
+    search = request.GET.get("q", "")[:249].strip()
     names, more, rows, error = [], False, [], None
     try:
         metadata = with_cluster(cluster, lambda ops: ops.refresh())
-        rest = sorted(n for n in metadata.topics if n > after)
+        rest = sorted(n for n in metadata.topics if n > after and search.lower() in n.lower())
         names, more = rest[:size], len(rest) > size
-        for n in names:
-            info = metadata.topics[n]
-            first = info.partitions.get(0) or next(iter(info.partitions.values()), None)
-            rows.append(
-                {
-                    "name": n,
-                    "partitions": len(info.partitions),
-                    "replication": len(first.replicas) if first else 0,
-                    "internal": info.is_internal,
-                }
-            )
+        rows = with_cluster(cluster, lambda ops: _page_rows(ops, names))
     except KafkaClientError as exc:
         error = f"cluster unreachable: {error_text(exc)}"
     return render(
@@ -96,6 +137,7 @@ def _render_topic_list(request, cluster: Cluster, create=None, create_error=None
             "cluster": cluster,
             "rows": rows,
             "after": after,
+            "search": search,
             "next_after": names[-1] if more else None,
             "size": size,
             "error": error,

@@ -158,3 +158,25 @@ def test_create_add_partitions_and_delete_from_the_forms(kafka_cluster, broker, 
         "topic.partitions.create",
         "topic.delete",
     ]
+
+
+def test_topic_list_counts_records_and_searches(kafka_cluster, broker, topic_name):
+    from kafka import KafkaProducer
+
+    create_topic(broker.bootstrap, topic_name, 2)
+    create_topic(broker.bootstrap, f"{topic_name}-other", 1)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for i in range(1234):
+        producer.send(topic_name, b"v%d" % i, partition=i % 2)
+    producer.flush()
+    producer.close()
+    viewer = logged_in("viewer", "vsearch")
+    page = viewer.get("/clusters/local/topics/", {"q": topic_name.upper()})  # any case
+    rows = {r["name"]: r for r in page.context["rows"]}
+    assert set(rows) == {topic_name, f"{topic_name}-other"}
+    mine = rows[topic_name]
+    assert (mine["partitions"], mine["replication"], mine["under_replicated"]) == (2, 1, 0)
+    assert mine["records"] == 1234 and rows[f"{topic_name}-other"]["records"] == 0
+    assert '<td class="records">1,234</td>' in page.content.decode()
+    none = viewer.get("/clusters/local/topics/", {"q": f"{topic_name}-nothing"})
+    assert none.context["rows"] == [] and "no topics matching" in none.content.decode()
