@@ -26,7 +26,8 @@ def own_zookeeper(tmp_path):
 
 
 def client_of(server: ZooKeeper) -> ZkClient:
-    return ZkClient(server.connect, "/reconnect", session_timeout_ms=20000, connect_ms=15000)
+    # A ZooKeeper just started on a loaded machine can take a while to take its first session.
+    return ZkClient(server.connect, "/reconnect", session_timeout_ms=20000, connect_ms=60000)
 
 
 async def test_reads_and_writes_wait_for_a_restarted_zookeeper(own_zookeeper):
