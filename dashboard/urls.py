@@ -7,7 +7,16 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from dashboard.core.login_throttle import ThrottledAuthenticationForm
-from dashboard.live import group_actions, maintenance, messages, security, spark, tokens, topics
+from dashboard.live import (
+    brokers,
+    group_actions,
+    maintenance,
+    messages,
+    security,
+    spark,
+    tokens,
+    topics,
+)
 from dashboard.live import views as live
 
 urlpatterns = [
@@ -16,6 +25,11 @@ urlpatterns = [
     path("account/token/create", tokens.create, name="api-token-create"),
     path("account/token/revoke", tokens.revoke, name="api-token-revoke"),
     path("clusters/<str:cluster_id>/", live.overview, name="cluster-overview"),
+    path(
+        "clusters/<str:cluster_id>/brokers/<int:broker_id>/configs/",
+        brokers.broker_configs,
+        name="broker-configs",
+    ),
     path("clusters/<str:cluster_id>/topics/", topics.topic_list, name="topic-list"),
     path("clusters/<str:cluster_id>/topics/create", topics.topic_create, name="topic-create"),
     path("clusters/<str:cluster_id>/topics/<str:topic_name>/", topics.topic, name="topic-page"),

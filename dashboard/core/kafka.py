@@ -94,6 +94,34 @@ class KafkaOps:
             for c in entries.values()
         ]
 
+    async def describe_broker_configs(self, broker_id: int) -> list[dict[str, Any]]:
+        """Every config of one broker (static and dynamic) with its source, synonyms and
+        Kafka's documentation line; sensitive values are never returned."""
+        resource = ConfigResource.broker(broker_id)
+        described = await self.admin.describe_configs(
+            [resource], include_synonyms=True, include_documentation=True
+        )
+        return [
+            {
+                "name": c.name,
+                "value": None if c.is_sensitive else c.value,
+                "is_read_only": c.read_only,
+                "is_sensitive": c.is_sensitive,
+                "source": c.source.name,
+                "synonyms": [
+                    {"name": s.name, "value": s.value, "source": s.source.name} for s in c.synonyms
+                ],
+                "documentation": c.documentation or "",
+            }
+            for c in described[resource].values()
+        ]
+
+    async def alter_broker_configs(
+        self, broker_id: int, changes: list[tuple[str, str, str | None]]
+    ) -> None:
+        """Dynamic per-broker changes: (config name, SET|DELETE, value)."""
+        await self.admin.incremental_alter_configs({ConfigResource.broker(broker_id): changes})
+
     async def alter_topic_configs(
         self, name: str, changes: list[tuple[str, str, str | None]], validate_only: bool = False
     ) -> None:

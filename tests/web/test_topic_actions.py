@@ -180,3 +180,35 @@ def test_topic_list_counts_records_and_searches(kafka_cluster, broker, topic_nam
     assert '<td class="records">1,234</td>' in page.content.decode()
     none = viewer.get("/clusters/local/topics/", {"q": f"{topic_name}-nothing"})
     assert none.context["rows"] == [] and "no topics matching" in none.content.decode()
+
+
+def test_broker_configs_page_sets_and_resets_a_dynamic_config(kafka_cluster, broker):
+    url = "/clusters/local/brokers/1/configs/"
+    page = logged_in("viewer", "vbroker").get(url)
+    rows = {r["name"]: r for r in page.context["rows"]}
+    assert rows["log.dirs"]["source_label"] == "server.properties"
+    assert rows["log.dirs"]["is_read_only"] and rows["log.retention.hours"]["documentation"]
+    assert "config-edit" not in page.content.decode()
+    assert logged_in("viewer", "vb2").post(url, {"name": "x", "value": "1"}).status_code == 403
+    operator = logged_in("operator", "obroker")
+    name = "log.cleaner.threads"
+    refused = operator.post(url, {"name": name, "value": "many", "action": "set"})
+    assert refused.status_code == 400  # the broker's words, beside the form
+    assert (
+        "log.cleaner.threads: invalid int value &#x27;many&#x27; (INVALID_"
+        in refused.content.decode()
+    )
+    assert 'value="many"' in refused.content.decode()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    try:
+        done = operator.post(url, {"name": name, "value": "2", "action": "set"})
+        assert done.status_code == 302
+        entry = admin.describe_configs([resource])[resource].result(15)[name]
+        assert (entry.value, entry.source) == ("2", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+        assert f"Broker 1: {name} set to 2." in operator.get(url).content.decode()
+    finally:
+        reset = operator.post(url, {"name": name, "value": "", "action": "reset"})
+    assert reset.status_code == 302
+    entry = admin.describe_configs([resource])[resource].result(15)[name]
+    assert entry.source != ConfigSource.DYNAMIC_BROKER_CONFIG.value

@@ -50,7 +50,12 @@
       brokers.replaceChildren(...data.brokers.map((b) => {
         const row = el("tr");
         row.dataset.broker = b.broker_id;
-        row.append(el("td", b.broker_id), el("td", b.address || ""), el("td", b.rack || ""),
+        const id = el("td");
+        const link = el("a", b.broker_id, "broker-configs");
+        link.href = `/clusters/${encodeURIComponent(data.cluster_id)}/brokers/${b.broker_id}/configs/`;
+        link.title = `broker ${b.broker_id}'s configs`;
+        id.append(link);
+        row.append(id, el("td", b.address || ""), el("td", b.rack || ""),
           el("td", b.up ? "up" : "down", b.up ? "state up" : "state down"),
           el("td", text(b.admin_state), "admin"), el("td", b.is_controller ? "●" : ""));
         return row;
