@@ -273,15 +273,16 @@ class Controller:
         partitions' states (at once when this broker is the controller), or at the bound:
         clients then see LEADER_NOT_AVAILABLE for a moment and retry, as with Kafka. None
         when it was deleted meanwhile (its creation did happen)."""
+
+        def incomplete(info: TopicInfo) -> bool:
+            # Both the assignment (Metadata lists partitions from it) and the states.
+            return any(p not in info.states or p not in info.assignment for p in partitions)
+
         info = self.cache.topic(name)
-        if (
-            info is None
-            or (topic_id is not None and info.topic_id != topic_id)
-            or any(p not in info.states for p in partitions)
-        ):
+        if info is None or (topic_id is not None and info.topic_id != topic_id) or incomplete(info):
             info = await self.cache.refresh_topic(name)  # else the controller's own writes
         deadline = time.monotonic() + timeout
-        while info is not None and any(p not in info.states for p in partitions):
+        while info is not None and incomplete(info):
             if time.monotonic() >= deadline:
                 log.warning("no partition states for %s after %.0f s", name, timeout)
                 break
