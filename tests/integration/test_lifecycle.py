@@ -96,7 +96,7 @@ def test_broker_survives_zookeeper_loss_and_registers_again(make_broker, tmp_pat
 
         private_zk.start()  # same port and data dir
         zk = KazooClient(private_zk.connect)
-        zk.start(10)
+        zk.start(60)  # a restarted ZooKeeper on a loaded machine can take a while
         try:
             deadline = time.monotonic() + 30
             while zk.get_children("/brokers/ids") != ["1"]:
