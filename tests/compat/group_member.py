@@ -98,15 +98,17 @@ def await_inflight_joins(consumer) -> None:
     its SyncGroup is answered: a poll that gives up in that window never awaits the task
     again. The join never completes, heartbeats stay disabled, the coordinator evicts the
     member after its session timeout and it never rejoins (1 in 5-20 partition-count
-    rebalances under load). Counting an unfinished join as a reason to rejoin makes poll()
-    await it to the end, as the Java client does.
+    rebalances under load). Counting a join task whose result poll() has not taken yet as a
+    reason to rejoin makes poll() await it to the end, as the Java client does. That
+    includes a task that finished between two polls: kafka-python clears `_join_task` only
+    once it has applied the result (heartbeats on, assignment handed over), so a done task
+    still set is a result nobody has applied.
     """
     coordinator = consumer._coordinator
     need_rejoin = coordinator.need_rejoin
 
     def need_rejoin_or_joining() -> bool:
-        join = coordinator._join_task
-        return (join is not None and not join.is_done) or need_rejoin()
+        return coordinator._join_task is not None or need_rejoin()
 
     coordinator.need_rejoin = need_rejoin_or_joining
 
