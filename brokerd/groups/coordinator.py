@@ -18,11 +18,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from brokerd.config import GroupCoordinatorConfig
+from brokerd.coordinator_partitions import TopicView
 from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
 
 from . import offsets_topic
-from .collaborators import TopicView
 from .group import Group, GroupState, JoinResult, Member
 from .heartbeats import NEW_MEMBER_JOIN_TIMEOUT_MS, HeartbeatTimers
 from .metadata_manager import (

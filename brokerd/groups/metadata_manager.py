@@ -18,20 +18,20 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from brokerd.config import GroupCoordinatorConfig
+from brokerd.coordinator_partitions import (
+    CoordinatorMetadata,
+    CoordinatorReplicas,
+    CreateTopic,
+    PartitionLog,
+    TopicView,
+)
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.records import control
 from brokerd.records.batch import CorruptRecordError, SimpleRecord, build_batch
 from brokerd.util.background import BackgroundTasks
 
 from . import offsets_topic
-from .collaborators import (
-    CreateTopic,
-    FailurePoint,
-    OffsetsMetadata,
-    OffsetsReplicas,
-    PartitionLog,
-    TopicView,
-)
+from .collaborators import FailurePoint
 from .group import Group, GroupState
 from .offsets_topic import GroupKey, GroupValue, OffsetKey, OffsetValue
 
@@ -51,8 +51,8 @@ def now_ms() -> int:
 class GroupMetadataManager:
     def __init__(
         self,
-        replicas: OffsetsReplicas,
-        metadata: OffsetsMetadata,
+        replicas: CoordinatorReplicas,
+        metadata: CoordinatorMetadata,
         config: GroupCoordinatorConfig,
         create_topic: CreateTopic,
         probes: FailurePoint,

@@ -20,9 +20,8 @@ from kio.schema.write_txn_markers.v2 import request as v2
 
 from brokerd.client.connection import BrokerConnection, ClientSecurity
 from brokerd.config import Endpoint
+from brokerd.coordinator_partitions import CoordinatorMetadata
 from brokerd.protocol.errors import ErrorCode
-
-from .collaborators import StateMetadata
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ class MarkerSender:
     def __init__(
         self,
         broker_id: int,
-        metadata: StateMetadata,
+        metadata: CoordinatorMetadata,
         endpoint_of: EndpointOf,
         security_for: SecurityFor,
         request_timeout_ms: int = 30000,

@@ -17,12 +17,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from brokerd.config import TransactionConfig
+from brokerd.coordinator_partitions import (
+    CoordinatorMetadata,
+    CoordinatorReplicas,
+    CreateTopic,
+    PartitionLog,
+    TopicView,
+)
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.records.batch import SimpleRecord, build_batch
 from brokerd.util.background import BackgroundTasks
 
 from . import transaction_log
-from .collaborators import CreateTopic, PartitionLog, StateMetadata, StateReplicas, TopicView
 from .metadata import TransactionMetadata, TxnTransit
 from .transaction_log import TOPIC, TxnLogValue, TxnState
 
@@ -50,8 +56,8 @@ OnLoadedPrepared = Callable[[int, TransactionMetadata], None]
 class TransactionStateManager:
     def __init__(
         self,
-        replicas: StateReplicas,
-        metadata: StateMetadata,
+        replicas: CoordinatorReplicas,
+        metadata: CoordinatorMetadata,
         config: TransactionConfig,
         create_topic: CreateTopic,
         request_timeout_ms: int = 30000,
