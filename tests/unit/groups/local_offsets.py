@@ -1,9 +1,5 @@
-"""A single-broker stand-in for what the group metadata manager uses of its peers.
-
-`__consumer_offsets` partitions are real logs on disk (appends, reads and reloads go
-through brokerd.log); what the stand-in replaces is replication (one replica: the ISR has a
-record once it is appended, unless a test says otherwise) and ZooKeeper-backed metadata.
-"""
+"""The single-broker stand-in (tests/unit/coordinator_stand_ins.py) for the group metadata
+manager: `__consumer_offsets` partitions, and metadata that creates the topic on first use."""
 
 from __future__ import annotations
 
@@ -12,67 +8,19 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from brokerd.config import BrokerConfig, GroupCoordinatorConfig, LogConfig
+from brokerd.config import BrokerConfig, GroupCoordinatorConfig
 from brokerd.groups import offsets_topic
 from brokerd.groups.metadata_manager import GroupMetadataManager
-from brokerd.log.recovery import load_log
 from brokerd.protocol.errors import ErrorCode, KafkaError
-
-BROKER_ID = 1
-
-
-@dataclass
-class LedPartition:
-    log: object
+from tests.unit import coordinator_stand_ins as stand_ins
+from tests.unit.coordinator_stand_ins import BROKER_ID, Leader, Topic
 
 
-class LocalReplicas:
+class LocalReplicas(stand_ins.LocalReplicas):
     """Leads the `__consumer_offsets` partitions opened with `lead`."""
 
     def __init__(self, directory: Path):
-        self.directory = directory
-        self.leaders: dict[tuple[str, int], LedPartition] = {}
-        self.replication_error = ErrorCode.none  # what acks=all waits end with
-        self.appends = 0
-
-    def lead(self, partition: int) -> LedPartition:
-        path = self.directory / f"{offsets_topic.TOPIC}-{partition}"
-        path.mkdir(parents=True, exist_ok=True)
-        led = LedPartition(load_log(path, LogConfig(), had_clean_shutdown=True))
-        self.leaders[(offsets_topic.TOPIC, partition)] = led
-        return led
-
-    def resign(self, partition: int) -> None:
-        led = self.leaders.pop((offsets_topic.TOPIC, partition))
-        led.log.close()
-
-    def close(self) -> None:
-        for partition in [p for _, p in self.leaders]:
-            self.resign(partition)
-
-    def leader(self, topic: str, partition: int) -> LedPartition:
-        found = self.leaders.get((topic, partition))
-        if found is None:
-            raise KafkaError(ErrorCode.not_leader_or_follower)
-        return found
-
-    def append(self, partition: LedPartition, records: bytes, acks: int):
-        assert acks == -1  # group writes must wait for the ISR
-        self.appends += 1
-        return partition.log.append_as_leader(records, leader_epoch=0)
-
-    async def wait_for_replication(self, partition, required_offset: int, timeout: float) -> int:
-        return self.replication_error
-
-
-@dataclass
-class Topic:
-    partition_count: int
-
-
-@dataclass
-class Leader:
-    leader: int
+        super().__init__(directory, offsets_topic.TOPIC)
 
 
 @dataclass

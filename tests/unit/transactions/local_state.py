@@ -1,9 +1,6 @@
-"""A single-broker stand-in for what the transaction coordinator uses of its peers.
-
-`__transaction_state` partitions are real logs on disk (appends, reads and reloads go
-through brokerd.log); replication (one replica), ZooKeeper metadata, producer-id blocks and
-the markers' wire are replaced: markers are recorded, and answered as a test says.
-"""
+"""The single-broker stand-in (tests/unit/coordinator_stand_ins.py) for the transaction
+coordinator: `__transaction_state` partitions, producer-id blocks, and the markers' wire
+replaced: markers are recorded, and answered as a test says."""
 
 from __future__ import annotations
 
@@ -12,64 +9,19 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from brokerd.config import BrokerConfig, LogConfig
-from brokerd.log.recovery import load_log
-from brokerd.protocol.errors import ErrorCode, KafkaError
+from brokerd.config import BrokerConfig
 from brokerd.transactions.coordinator import TransactionCoordinator
 from brokerd.transactions.state_manager import TransactionStateManager
 from brokerd.transactions.transaction_log import TOPIC
-
-BROKER_ID = 1
-
-
-@dataclass
-class LedPartition:
-    log: object
-    leader_epoch: int = 0
+from tests.unit import coordinator_stand_ins as stand_ins
+from tests.unit.coordinator_stand_ins import BROKER_ID, Leader, Topic
 
 
-class LocalReplicas:
+class LocalReplicas(stand_ins.LocalReplicas):
+    """Leads the `__transaction_state` partitions opened with `lead`."""
+
     def __init__(self, directory: Path):
-        self.directory = directory
-        self.leaders: dict[tuple[str, int], LedPartition] = {}
-        self.replication_error = ErrorCode.none
-
-    def lead(self, partition: int, epoch: int = 0) -> LedPartition:
-        path = self.directory / f"{TOPIC}-{partition}"
-        path.mkdir(parents=True, exist_ok=True)
-        led = LedPartition(load_log(path, LogConfig(), had_clean_shutdown=True), epoch)
-        self.leaders[(TOPIC, partition)] = led
-        return led
-
-    def resign(self, partition: int) -> None:
-        self.leaders.pop((TOPIC, partition)).log.close()
-
-    def close(self) -> None:
-        for partition in [p for _, p in self.leaders]:
-            self.resign(partition)
-
-    def leader(self, topic: str, partition: int) -> LedPartition:
-        found = self.leaders.get((topic, partition))
-        if found is None:
-            raise KafkaError(ErrorCode.not_leader_or_follower)
-        return found
-
-    def append(self, partition: LedPartition, records: bytes, acks: int):
-        assert acks == -1
-        return partition.log.append_as_leader(records, leader_epoch=partition.leader_epoch)
-
-    async def wait_for_replication(self, partition, required_offset: int, timeout: float) -> int:
-        return self.replication_error
-
-
-@dataclass
-class Topic:
-    partition_count: int
-
-
-@dataclass
-class Leader:
-    leader: int
+        super().__init__(directory, TOPIC)
 
 
 @dataclass
