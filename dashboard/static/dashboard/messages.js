@@ -178,10 +178,14 @@
   }
   const CSV_COLUMNS = ["partition", "offset", "timestamp", "timestamp_utc", "key", "key_encoding",
     "value", "value_encoding", "headers"];
+  // OWASP's CSV injection advice: a text cell starting with = + - @, a tab or a carriage
+  // return would be read by a spreadsheet as a formula, so it gets a leading ' (and quotes).
+  const FORMULA_START = /^[=+\-@\t\r]/;
   function csvField(value) {
     if (value === null || value === undefined) return "";
-    const text = typeof value === "string" ? value : JSON.stringify(value);
-    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+    let text = typeof value === "string" ? value : JSON.stringify(value);
+    if (typeof value !== "number" && FORMULA_START.test(text)) text = `'${text}`;
+    return /[",\r\n']/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
   }
   function download(name, type, content) {
     const link = el("a");
