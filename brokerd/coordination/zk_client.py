@@ -559,6 +559,28 @@ class ZkClient:
             out.append(error if error is not None else result[1].version)
         return out
 
+    async def set_many(self, items: Sequence[tuple[str, bytes, int]]) -> list[int | Exception]:
+        """Set every (path, data, version) in one batch, each conditional on its version as
+        set_raw (a partition leader's ISR writes: no controller fence): per item the new
+        version, or its BadVersionError / NoNodeError."""
+        found = await self._pipeline([_request("set_async", p, d, v) for p, d, v in items])
+        out: list[int | Exception] = []
+        for result in found:
+            error = _accepted(result, BadVersionError, NoNodeError)
+            out.append(error if error is not None else result.version)
+        return out
+
+    async def create_sequential_many(self, path_prefix: str, payloads: Sequence[bytes]) -> None:
+        """A persistent sequential node `<prefix><10 digits>` per payload (its parent must
+        exist), all in one batch: change notifications. One lost to a dropped connection is
+        sent again (a duplicate notification is harmless)."""
+        found = await self._pipeline(
+            [_request("create_async", path_prefix, d, None, False, True) for d in payloads]
+        )
+        for result in found:
+            if isinstance(result, Exception):
+                raise result
+
 
 # Requests of a batch outstanding at once (ZooKeeper's globalOutstandingLimit is 1,000).
 PIPELINE_WINDOW = 1000

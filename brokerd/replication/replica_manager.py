@@ -5,7 +5,8 @@ local log yet) is also taken straight from its state znode so a topic is usable 
 it is created. Leaders shrink the ISR after replica.lag.time.max.ms and grow it when a
 follower catches up, with conditional writes of the state znode (a leader the controller has
 replaced fails that write and cannot shrink the ISR to itself) and an
-/isr_change_notification for the controller. acks=all produces wait in the produce
+/isr_change_notification for the controller; the changes gathered meanwhile go together, one
+pipelined batch of writes and one notification, whatever their number. acks=all produces wait in the produce
 purgatory until the high watermark covers them.
 
 A partition's directory is created only while ZooKeeper holds its topic with no deletion
@@ -25,10 +26,11 @@ import logging
 import os
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kazoo.exceptions import BadVersionError, NoNodeError
+from kazoo.exceptions import BadVersionError
 
 from brokerd.config import LogConfig, ReplicationConfig
 from brokerd.coordination import zk_data
@@ -98,6 +100,9 @@ class ReplicaManager:
         self.controller_epoch = 0  # the highest seen; older controllers are refused
         # callables(expand: bool) after this broker changed a led partition's ISR.
         self.isr_change_listeners: list[Callable[[bool], None]] = []
+        # ISR changes waiting for the next batch write, and the task writing them.
+        self._isr_queue: dict[tuple[str, int], _IsrChange] = {}
+        self._isr_writer: asyncio.Task | None = None
         self._maintenance: list[asyncio.Task] = []
         # Role changes and deletions are serialized: two at once would each load the same
         # new partition directory (two Log objects, two writers on one segment), or delete
@@ -648,60 +653,139 @@ class ReplicaManager:
                     log.exception("ISR check of %s failed", partition.key)
 
     def _spawn_isr_change(self, partition: Partition, new_isr: list[int], expand: bool) -> None:
+        """Queue an ISR change; the changes queued meanwhile go to ZooKeeper together (as
+        Kafka's AlterIsrManager gathers them while a request is in flight): one pipelined
+        batch of conditional writes and one /isr_change_notification for the lot, never a
+        round trip per partition in series."""
         if partition.isr_change_pending:
             return
         partition.isr_change_pending = True
-        self._spawn(self._change_isr(partition, new_isr, expand))
+        self._isr_queue[partition.key] = _IsrChange(
+            partition, list(new_isr), expand, partition.leader_epoch
+        )
+        if self._isr_writer is None or self._isr_writer.done():
+            self._isr_writer = self._spawn(self._write_isr_changes())
 
-    async def _change_isr(self, partition: Partition, new_isr: list[int], expand: bool) -> None:
-        """Write the ISR conditionally on the znode version we were given; a leader that
-        was replaced (version moved on) fails here and keeps its ISR, so it cannot ack
-        acks=all writes the ISR does not have."""
-        try:
+    async def _write_isr_changes(self) -> None:
+        """Write the queued ISR changes a batch at a time until none is left."""
+        while self._isr_queue:
+            batch, self._isr_queue = self._isr_queue, {}
+            try:
+                await self._write_isr_batch(list(batch.values()))
+            except Exception:
+                log.warning("ISR change of %d partitions failed", len(batch), exc_info=True)
+            finally:
+                for change in batch.values():
+                    if self._isr_queue.get(change.partition.key) is None:
+                        change.partition.isr_change_pending = False
+
+    async def _write_isr_batch(self, changes: list[_IsrChange]) -> None:
+        """Each state written conditionally on the znode version we were given; a leader
+        that was replaced (version moved on) fails there and keeps its ISR, so it cannot
+        ack acks=all writes the ISR does not have. A version clash is re-read (one batch)
+        and written again while this broker still leads at that epoch."""
+        pending: list[tuple[_IsrChange, PartitionState, int]] = []
+        for change in changes:
+            partition = change.partition
+            if (
+                self.leaders.get(partition.key) is not partition
+                or partition.leader_epoch != change.leader_epoch
+            ):
+                continue  # a LeaderAndIsr came in between: its ISR stands
             state = PartitionState(
                 leader=self.local_id,
-                leader_epoch=partition.leader_epoch,
-                isr=new_isr,
+                leader_epoch=change.leader_epoch,
+                isr=change.new_isr,
                 controller_epoch=partition.controller_epoch,
             )
-            path = zk_data.partition_state_path(partition.topic, partition.partition)
-            try:
-                version = await self.zk.set_json(path, state.to_json(), partition.zk_version)
-            except BadVersionError:
-                found = await self.zk.get_json(path)
-                if found is None:
-                    return
-                current = PartitionState.from_json(*found)
+            pending.append((change, state, partition.zk_version))
+        done: list[tuple[_IsrChange, PartitionState]] = []
+        for _attempt in range(ISR_WRITE_ATTEMPTS):
+            if not pending:
+                break
+            results = await self.zk.set_many(
+                [
+                    (
+                        zk_data.partition_state_path(c.partition.topic, c.partition.partition),
+                        zk_data.encode(state.to_json()),
+                        version,
+                    )
+                    for c, state, version in pending
+                ]
+            )
+            clashed = []
+            for (change, state, _version), result in zip(pending, results, strict=True):
+                if isinstance(result, BadVersionError):
+                    clashed.append((change, state))
+                elif not isinstance(result, Exception):  # NoNodeError: deleted meanwhile
+                    state.zk_version = result
+                    done.append((change, state))
+            if not clashed:
+                break
+            found = await self.zk.get_json_many(
+                [
+                    zk_data.partition_state_path(c.partition.topic, c.partition.partition)
+                    for c, _state in clashed
+                ]
+            )
+            pending = []
+            for (change, state), current in zip(clashed, found, strict=True):
+                if current is None:
+                    continue
+                now = PartitionState.from_json(*current)
                 # Against the epoch this ISR was computed at, not the partition's now: a
                 # LeaderAndIsr applied meanwhile must not let an ISR of its previous epoch
                 # (and that epoch number) overwrite the controller's newer state.
-                if current.leader != self.local_id or current.leader_epoch != state.leader_epoch:
-                    log.info("ISR change of %s refused: the controller moved on", partition.key)
-                    return
-                version = await self.zk.set_json(path, state.to_json(), current.zk_version)
-            except NoNodeError:
-                return
+                if now.leader != self.local_id or now.leader_epoch != state.leader_epoch:
+                    log.info("ISR change of %s refused: the controller moved on", change.key)
+                    continue
+                pending.append((change, state, now.zk_version))
+        changed: list[tuple[str, int]] = []
+        for change, state in done:
+            partition = change.partition
             if self.leaders.get(partition.key) is not partition:
-                return
+                continue
             if partition.leader_epoch != state.leader_epoch:
-                return
-            partition.isr = list(new_isr)
-            partition.zk_version = version
-            state.zk_version = version
+                continue
+            partition.isr = list(state.isr)
+            partition.zk_version = state.zk_version
             self.cache_partition_state(partition.topic, partition.partition, state)
             for listener in self.isr_change_listeners:
-                listener(expand)
+                listener(change.expand)
             if partition.maybe_increment_high_watermark():
                 self._high_watermark_moved(partition)
-            await self.zk.create_json(
+            changed.append(partition.key)
+        if changed:
+            # One notification per batch (Kafka's propagateIsrChanges writes every changed
+            # partition into one sequential znode), split to stay far below jute.maxbuffer.
+            await self.zk.create_sequential_many(
                 zk_data.ISR_CHANGE_PREFIX,
-                zk_data.isr_change_notification([partition.key]),
-                sequence=True,
+                [
+                    zk_data.encode(zk_data.isr_change_notification(changed[i : i + step]))
+                    for step in (ISR_NOTIFICATION_PARTITIONS,)
+                    for i in range(0, len(changed), step)
+                ],
             )
-        except Exception:
-            log.warning("ISR change of %s failed", partition.key, exc_info=True)
-        finally:
-            partition.isr_change_pending = False
+
+
+# Rounds of an ISR batch's conditional writes (a clash is re-read and written again).
+ISR_WRITE_ATTEMPTS = 5
+# Partitions named by one /isr_change_notification znode (about 50 bytes each).
+ISR_NOTIFICATION_PARTITIONS = 2000
+
+
+@dataclass
+class _IsrChange:
+    """An ISR change queued for the next batch, computed at `leader_epoch`."""
+
+    partition: Partition
+    new_isr: list[int]
+    expand: bool
+    leader_epoch: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.partition.key
 
 
 # Worker threads for one batch of file work from the controller (logs to create, leader
