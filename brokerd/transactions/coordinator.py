@@ -33,6 +33,11 @@ E = ErrorCode
 S = TxnState
 TopicPartition = tuple[str, int]
 RETRY_BACKOFF_SECONDS = 0.1
+# How long a request that meets a transaction still completing (PrepareCommit/PrepareAbort,
+# its markers out) is held before it is answered CONCURRENT_TRANSACTIONS. Kafka answers at
+# once and its clients retry after 20 ms (librdkafka, the Java client's AddPartitionsToTxn);
+# holding the request until the markers are written answers it the moment it can succeed.
+COMPLETION_WAIT_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,9 @@ class TransactionCoordinator:
         self.offsets_topic = offsets_topic
         self.active = False
         self._tasks = BackgroundTasks(log, "transaction coordinator task failed")
+        # transactional id -> set once its markers and Complete record are written
+        self._completing: dict[str, asyncio.Event] = {}
+        self.completion_wait_seconds = COMPLETION_WAIT_SECONDS
 
     # Lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -164,6 +172,7 @@ class TransactionCoordinator:
             if expected_producer_id != NO_PRODUCER_ID
             else None
         )
+        await self._await_completion(transactional_id)
         error, held = self.manager.get(transactional_id)
         if error:
             return InitResult(error)
@@ -259,6 +268,7 @@ class TransactionCoordinator:
         error = self._check(transactional_id)
         if error:
             return error
+        await self._await_completion(transactional_id)
         error, held = self.manager.get(transactional_id)
         if error:
             return error
@@ -398,7 +408,32 @@ class TransactionCoordinator:
         self._send_markers(held, metadata.prepare_complete(now_ms()))
 
     def _send_markers(self, held: Held, complete: TxnTransit) -> None:
-        self._tasks.spawn(self._complete_transaction(held, complete))
+        transactional_id = held.metadata.transactional_id
+        done = self._completing[transactional_id] = asyncio.Event()
+        self._tasks.spawn(self._complete_and_signal(held, complete, done))
+
+    async def _complete_and_signal(
+        self, held: Held, complete: TxnTransit, done: asyncio.Event
+    ) -> None:
+        try:
+            await self._complete_transaction(held, complete)
+        finally:
+            done.set()
+            transactional_id = held.metadata.transactional_id
+            if self._completing.get(transactional_id) is done:
+                del self._completing[transactional_id]
+
+    async def _await_completion(self, transactional_id: str) -> None:
+        """Hold a request that meets this id's transaction completing (its markers out)
+        until the Complete record is written, at most completion_wait_seconds; the caller
+        then checks the state afresh (CONCURRENT_TRANSACTIONS if still not complete)."""
+        done = self._completing.get(transactional_id)
+        if done is None:
+            return
+        try:
+            await asyncio.wait_for(done.wait(), self.completion_wait_seconds)
+        except TimeoutError:
+            pass
 
     async def _complete_transaction(self, held: Held, complete: TxnTransit) -> None:
         metadata = held.metadata

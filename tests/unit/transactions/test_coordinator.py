@@ -3,6 +3,8 @@ Kafka's transitions and errors, fencing, markers before Complete, timeouts, relo
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from brokerd.protocol.errors import ErrorCode as E
@@ -68,6 +70,7 @@ async def test_commit_writes_prepare_then_markers_then_complete(replicas):
     assert metadata.state == S.ONGOING
     assert metadata.partitions == {("a", 0), ("b", 1), ("__consumer_offsets", 7)}
     markers.hold = True
+    c.completion_wait_seconds = 0.05  # how long a request meeting the markers is held
     assert await c.end_transaction("tx", pid, epoch, commit=True) == E.none
     await settle()
     assert metadata.state == S.PREPARE_COMMIT
@@ -84,6 +87,50 @@ async def test_commit_writes_prepare_then_markers_then_complete(replicas):
     # a retried EndTxn of the completed commit is answered NONE; an abort is refused
     assert await c.end_transaction("tx", pid, epoch, commit=True) == E.none
     assert await c.end_transaction("tx", pid, epoch, commit=False) == E.invalid_txn_state
+
+
+async def test_the_next_transaction_waits_for_the_markers_instead_of_a_retry(replicas):
+    """AddPartitionsToTxn for the next transaction, arriving while the last one's markers
+    are still out, is held and answered NONE once CompleteCommit is written, rather than
+    CONCURRENT_TRANSACTIONS (which librdkafka retries only after 20 ms)."""
+    markers = RecordedMarkers()
+    c = await started(coordinator(replicas, markers))
+    init = await c.init_producer_id("tx", 60000)
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert await c.add_partitions("tx", pid, epoch, {("a", 0)}) == E.none
+    markers.hold = True
+    assert await c.end_transaction("tx", pid, epoch, commit=True) == E.none
+    next_add = asyncio.ensure_future(c.add_partitions("tx", pid, epoch, {("b", 0)}))
+    await settle()
+    assert not next_add.done() and state_of(c, "tx").state == S.PREPARE_COMMIT
+    markers.released.set()
+    assert await asyncio.wait_for(next_add, 30) == E.none
+    metadata = state_of(c, "tx")
+    assert (metadata.state, metadata.partitions) == (S.ONGOING, {("b", 0)})
+    # the same for a new producer's InitProducerId meeting an abort's markers
+    markers.hold, markers.released = True, asyncio.Event()
+    assert await c.end_transaction("tx", pid, epoch, commit=False) == E.none
+    init_again = asyncio.ensure_future(c.init_producer_id("tx", 60000))
+    await settle()
+    assert not init_again.done()
+    markers.released.set()
+    again = await asyncio.wait_for(init_again, 30)
+    assert (again.error, again.producer_epoch) == (E.none, epoch + 1)
+
+
+async def test_markers_that_stay_out_are_answered_concurrent_transactions(replicas):
+    markers = RecordedMarkers()
+    c = await started(coordinator(replicas, markers))
+    c.completion_wait_seconds = 0.05
+    init = await c.init_producer_id("tx", 60000)
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert await c.add_partitions("tx", pid, epoch, {("a", 0)}) == E.none
+    markers.hold = True
+    assert await c.end_transaction("tx", pid, epoch, commit=True) == E.none
+    assert await c.add_partitions("tx", pid, epoch, {("b", 0)}) == E.concurrent_transactions
+    markers.released.set()
+    await settle()
+    assert await c.add_partitions("tx", pid, epoch, {("b", 0)}) == E.none
 
 
 async def test_out_of_order_and_unknown_requests(replicas):
