@@ -203,7 +203,6 @@ class ControllerChannel:
         )
 
     def send_update_metadata(self, broker_id: int, states) -> None:
-        live = self.context.live
         brokers = []
         for info in self.cache.brokers.values():
             brokers.append(
@@ -228,7 +227,11 @@ class ControllerChannel:
                 states,
                 interbroker.UpdateMetadataTopicState,
                 interbroker.UpdateMetadataPartitionState,
-                lambda replicas: {"offline_replicas": tuple(r for r in replicas if r not in live)},
+                lambda topic, index, replicas: {
+                    "offline_replicas": tuple(
+                        r for r in replicas if not self.context.replica_online(r, topic, index)
+                    )
+                },
             ),
             live_brokers=tuple(brokers),
         )
@@ -264,7 +267,8 @@ class ControllerChannel:
 
 def _topic_states(states, topic_type, partition_type, extra_fields=None) -> tuple:
     """(topic, index, state, replicas) grouped by topic as `topic_type`s of `partition_type`s,
-    which carry the ZooKeeper partition state; `extra_fields(replicas)` adds a type's own."""
+    which carry the ZooKeeper partition state; `extra_fields(topic, index, replicas)` adds a
+    type's own."""
     by_topic: dict[str, list] = {}
     for topic, index, state, replicas in states:
         by_topic.setdefault(topic, []).append(
@@ -276,7 +280,7 @@ def _topic_states(states, topic_type, partition_type, extra_fields=None) -> tupl
                 isr=tuple(state.isr),
                 zk_version=state.zk_version,
                 replicas=tuple(replicas),
-                **(extra_fields(replicas) if extra_fields is not None else {}),
+                **(extra_fields(topic, index, replicas) if extra_fields is not None else {}),
             )
         )
     return tuple(topic_type(topic_name=t, partition_states=tuple(ps)) for t, ps in by_topic.items())

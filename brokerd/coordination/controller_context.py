@@ -26,6 +26,16 @@ class ControllerContext:
     # Brokers in a controlled shutdown: never chosen as leaders while another ISR member
     # can lead; forgotten when their registration goes (or is renewed).
     shutting_down: set[int] = field(default_factory=set)
+    # Replicas on a failed log dir (KIP-112), by broker: (topic, partition) keys the broker
+    # answered KAFKA_STORAGE_ERROR for; forgotten when the broker registers again
+    # (Kafka's replicasOnOfflineDirs).
+    replicas_on_offline_dirs: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+
+    def replica_online(self, broker: int, topic: str, partition: int) -> bool:
+        """Kafka's isReplicaOnline: the broker is live and the replica not on a failed dir."""
+        return broker in self.live and (topic, partition) not in self.replicas_on_offline_dirs.get(
+            broker, ()
+        )
 
     @property
     def is_active(self) -> bool:

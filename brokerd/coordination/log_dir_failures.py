@@ -6,7 +6,10 @@ every replica it holds (Kafka's onBrokerLogDirFailure); the broker answers
 KAFKA_STORAGE_ERROR for each replica that was on the failed dir, and those replicas become
 offline (onReplicasBecomeOffline): a partition led there gets a new leader from the rest of
 its ISR, and the replica leaves the ISRs, as if its broker had died for those partitions
-alone. The offline replicas are forgotten when their broker registers again.
+alone. Every live broker gets an UpdateMetadata for those partitions naming the replicas in
+offline_replicas (Kafka's isReplicaOnline: a live broker's replica on a failed dir is
+offline too), which Metadata and DescribeTopicPartitions answer. The offline replicas are
+forgotten when their broker registers again, and the brokers are told so.
 """
 
 from __future__ import annotations
@@ -38,8 +41,11 @@ class LogDirFailures:
         self.cache = cache
         self.context = context
         self.partitions = partitions
-        # broker id -> its replicas reported offline (KAFKA_STORAGE_ERROR to LeaderAndIsr).
-        self.offline: dict[int, set[PartitionKey]] = {}
+
+    @property
+    def offline(self) -> dict[int, set[PartitionKey]]:
+        """broker id -> its replicas reported offline (KAFKA_STORAGE_ERROR to LeaderAndIsr)."""
+        return self.context.replicas_on_offline_dirs
 
     async def on_notifications(self, watch: Callable[..., object]) -> None:
         """Read (and re-watch) the notifications, delete them, and ask each live broker
@@ -93,12 +99,19 @@ class LogDirFailures:
             broker,
             sorted(keys),
         )
-        changed = await self.partitions.states.write_many(changes)
+        changed = await self.partitions.states.write_many(changes) if changes else []
         if changed:
             self.partitions.send_leader_and_isr(live, changed)
-            self.partitions.send_update_metadata(live, changed)
+        # Kafka's OfflineReplica transition: every live broker learns the replicas are
+        # offline (offline_replicas), whether or not a state changed.
+        self.partitions.send_update_metadata(live, sorted(set(changed) | keys))
 
     def brokers_changed(self, brokers: Iterable[int]) -> None:
-        """Brokers gone or registered again: their replicas start afresh."""
+        """Brokers gone or registered again: their replicas start afresh, and the live
+        brokers hear that those replicas are no longer offline for a failed dir (a broker
+        that is gone stays offline_replicas by not being live)."""
+        cleared: set[PartitionKey] = set()
         for broker in brokers:
-            self.offline.pop(broker, None)
+            cleared |= self.offline.pop(broker, set())
+        if cleared:
+            self.partitions.send_update_metadata(set(self.context.live), sorted(cleared))

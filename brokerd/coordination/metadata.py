@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from brokerd.util.background import BackgroundTasks
@@ -56,6 +56,9 @@ class MetadataCache:
         self.controller_id: int = -1
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
+        # Replicas the controller's UpdateMetadata named offline although their broker is
+        # live (on a failed log dir, KIP-112): (topic, partition) -> broker ids.
+        self.offline_replicas_on_live: dict[tuple[str, int], tuple[int, ...]] = {}
         self._deleted_ids: OrderedDict[str, None] = OrderedDict()
         self.listeners: list = []  # callables() after topics, partitions or states appeared
         self.controller_listeners: list = []  # callables() after /controller was re-read
@@ -150,6 +153,8 @@ class MetadataCache:
         """Drop a deleted topic, for good: its id is never published again."""
         info = self.topics.pop(name, None)
         if info is not None:
+            for partition in info.assignment:
+                self.offline_replicas_on_live.pop((name, partition), None)
             self._deleted_ids[info.topic_id] = None
             while len(self._deleted_ids) > DELETED_IDS_KEPT:
                 self._deleted_ids.popitem(last=False)
@@ -408,6 +413,22 @@ class MetadataCache:
 
     def topic_by_id(self, topic_id: str) -> TopicInfo | None:
         return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
+    def set_offline_replicas(self, topic: str, partition: int, offline: Iterable[int]) -> None:
+        """The offline_replicas of the controller's latest UpdateMetadata for a partition."""
+        live = self.brokers
+        on_live = tuple(r for r in offline if r in live)
+        if on_live:
+            self.offline_replicas_on_live[(topic, partition)] = on_live
+        else:
+            self.offline_replicas_on_live.pop((topic, partition), None)
+
+    def offline_replicas(self, topic: str, partition: int, replicas: Iterable[int]) -> tuple:
+        """Metadata's offline_replicas: replicas of brokers not live, and those the
+        controller said are on a failed log dir."""
+        on_failed_dirs = self.offline_replicas_on_live.get((topic, partition), ())
+        live = self.brokers
+        return tuple(r for r in replicas if r not in live or r in on_failed_dirs)
 
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         info = self.topics.get(topic)

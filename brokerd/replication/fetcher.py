@@ -23,6 +23,7 @@ import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.fetch.v12 import request as fetch_request
@@ -33,6 +34,7 @@ from kio.static.primitive import i32, i32Timedelta, i64
 from brokerd.client.connection import BrokerConnection
 from brokerd.client.errors import KafkaConnectionError, KafkaTimeoutError
 from brokerd.config import ReplicationConfig
+from brokerd.log import errors as log_errors
 from brokerd.log.leader_epochs import UNDEFINED_EPOCH_OFFSET
 from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
@@ -53,6 +55,13 @@ Key = tuple[str, int]
 EndpointOf = Callable[[int], "Endpoint | None"]
 # How to connect to a peer's endpoint (TLS, SASL credentials).
 SecurityFor = Callable[["Endpoint"], "ClientSecurity"]
+# Called on the worker thread whose write to a log dir failed (log dir, reason): the log
+# manager's fail_dir, which takes the dir offline at once (Kafka's LogDirFailureChannel).
+LogDirFailed = Callable[[Path, str], object]
+
+
+def _ignore_dir_failure(directory: Path, reason: str) -> None:
+    log.error("a write to log dir %s failed (no one to take it offline): %s", directory, reason)
 
 
 @dataclass
@@ -105,12 +114,14 @@ class ReplicaFetcher:
         settings: ReplicationConfig,
         endpoint_of: EndpointOf,
         security_for: SecurityFor,
+        log_dir_failed: LogDirFailed = _ignore_dir_failure,
     ):
         self.source_id = source_id
         self.local_id = local_id
         self.settings = settings
         self._endpoint_of = endpoint_of
         self._security_for = security_for
+        self._log_dir_failed = log_dir_failed
         self.partitions: dict[Key, FetchState] = {}
         # The worker-thread step writing each partition's log, while it runs.
         self._writing: dict[Key, asyncio.Future] = {}
@@ -275,11 +286,32 @@ class ReplicaFetcher:
             state.truncating = False
 
     def _truncate_logs(self, cuts: list[tuple[FetchState, int, int, int]]) -> None:
-        """On a worker thread. A failure leaves every partition truncating, to retry."""
+        """On a worker thread. A failure leaves every partition truncating, to retry; a
+        log whose dir failed takes the dir offline (the partition is then removed)."""
         for state, asked_epoch, leader_epoch, end_offset in cuts:
-            truncate_to_leader(
-                state.partition.log, asked_epoch, leader_epoch, end_offset, self.source_id
+            try:
+                truncate_to_leader(
+                    state.partition.log, asked_epoch, leader_epoch, end_offset, self.source_id
+                )
+            except (OSError, log_errors.KafkaStorageError) as exc:
+                self._storage_failed(state, exc)
+
+    def _storage_failed(self, state: FetchState, exc: Exception) -> None:
+        """On a worker thread: a follower's write failed. An I/O error takes the log's dir
+        offline now, as Kafka's LogDirFailureChannel does for every log operation (not at
+        the next checkpoint); the replica manager then stops the dir's partitions, this one
+        included, and the controller moves their leadership. Until then the partition waits
+        (a closed log of an offline dir raises KafkaStorageError: nothing to do)."""
+        partition_log = state.partition.log
+        state.delayed_until = float("inf")
+        if isinstance(exc, OSError):
+            log.error(
+                "follower write to %s-%d failed: %s",
+                partition_log.topic,
+                partition_log.partition,
+                exc,
             )
+            self._log_dir_failed(partition_log.dir.parent, f"a follower's write failed: {exc}")
 
     # Fetching ------------------------------------------------------------------------
     async def _fetch(self, connection: BrokerConnection) -> None:
@@ -385,8 +417,12 @@ class ReplicaFetcher:
                 partition_log = state.partition.log
                 if partition_log.log_end_offset != offset:
                     continue  # truncated meanwhile
-                if data.records:
-                    partition_log.append_as_follower(data.records)
+                try:
+                    if data.records:
+                        partition_log.append_as_follower(data.records)
+                except (OSError, log_errors.KafkaStorageError) as exc:
+                    self._storage_failed(state, exc)  # this dir alone; the others go on
+                    continue
                 appended.append((state, data.high_watermark))
             for state, leader_start in restarts:
                 partition_log = state.partition.log
@@ -396,7 +432,10 @@ class ReplicaFetcher:
                     partition_log.partition,
                     leader_start,
                 )
-                partition_log.truncate_fully_and_start_at(leader_start)
+                try:
+                    partition_log.truncate_fully_and_start_at(leader_start)
+                except (OSError, log_errors.KafkaStorageError) as exc:
+                    self._storage_failed(state, exc)
         except Exception as exc:  # noqa: BLE001 - raised on the loop, after the HW updates
             return appended, exc
         return appended, None
@@ -434,11 +473,13 @@ class ReplicaFetcherManager:
         settings: ReplicationConfig,
         endpoint_of: EndpointOf,
         security_for: SecurityFor,
+        log_dir_failed: LogDirFailed = _ignore_dir_failure,
     ):
         self.local_id = local_id
         self.settings = settings
         self._endpoint_of = endpoint_of
         self._security_for = security_for
+        self.log_dir_failed = log_dir_failed
         self.fetchers: dict[int, ReplicaFetcher] = {}
 
     async def add_partition(self, partition: Partition, leader_id: int, leader_epoch: int) -> None:
@@ -446,7 +487,12 @@ class ReplicaFetcherManager:
         fetcher = self.fetchers.get(leader_id)
         if fetcher is None:
             fetcher = self.fetchers[leader_id] = ReplicaFetcher(
-                leader_id, self.local_id, self.settings, self._endpoint_of, self._security_for
+                leader_id,
+                self.local_id,
+                self.settings,
+                self._endpoint_of,
+                self._security_for,
+                lambda directory, reason: self.log_dir_failed(directory, reason),
             )
             fetcher.start()
         fetcher.add(partition, leader_epoch)

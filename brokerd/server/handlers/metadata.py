@@ -80,7 +80,7 @@ def _topic_entry(module, ctx: HandlerContext, info, error=ErrorCode.none):
                 leader_epoch=state.leader_epoch,
                 replica_nodes=tuple(replicas),
                 isr_nodes=tuple(state.isr),
-                offline_replicas=tuple(r for r in replicas if r not in live),
+                offline_replicas=ctx.metadata.offline_replicas(info.name, partition, replicas),
             )
         )
     return build(

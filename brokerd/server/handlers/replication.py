@@ -120,6 +120,9 @@ async def handle_update_metadata(ctx: HandlerContext, request: Request):
     for topic in body.topic_states:
         for p in topic.partition_states:
             ctx.replicas.cache_partition_state(topic.topic_name, p.partition_index, _state(p))
+            ctx.metadata.set_offline_replicas(
+                topic.topic_name, p.partition_index, p.offline_replicas
+            )
     return interbroker.UpdateMetadataResponse(error_code=ErrorCode.none)
 
 

@@ -68,7 +68,7 @@ async def handle_describe_topic_partitions(ctx: HandlerContext, request: Request
                 topics.append(_unknown_topic(module, name))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
-        partitions, next_index = _partitions(module, info, live, start, remaining)
+        partitions, next_index = _partitions(module, ctx, info, live, start, remaining)
         topics.append(
             build(
                 module.DescribeTopicPartitionsResponseTopic,
@@ -93,7 +93,7 @@ async def handle_describe_topic_partitions(ctx: HandlerContext, request: Request
 
 
 def _partitions(
-    module, info: TopicInfo, live: set[int], start: int, max_count: int
+    module, ctx: HandlerContext, info: TopicInfo, live: set[int], start: int, max_count: int
 ) -> tuple[tuple, int]:
     """Partitions [start, start + max_count) of the topic, and the index the next page
     starts at (-1: none left)."""
@@ -118,7 +118,7 @@ def _partitions(
                 isr_nodes=tuple(state.isr) if state is not None else (),
                 eligible_leader_replicas=(),
                 last_known_elr=(),
-                offline_replicas=tuple(r for r in replicas if r not in live),
+                offline_replicas=ctx.metadata.offline_replicas(info.name, index, replicas),
             )
         )
     return tuple(out), next_index
