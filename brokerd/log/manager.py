@@ -159,6 +159,10 @@ class LogManager:
         self._moves: dict[TopicPartition, FutureReplicaMove] = {}
         self._moves_lock = threading.Lock()
         self._creation_lock = threading.Lock()
+        # next_log_dir's partitions per dir, and the sizes of (logs, future_logs) they
+        # were counted at (see _dir_counts).
+        self._counts_by_dir: dict[Path, int] = {}
+        self._counted_sizes: tuple[int, int] | None = None
         # num.replica.alter.log.dirs.threads: Kafka's default is one per log dir.
         self.alter_log_dirs_threads = max(len(self.log_dirs), 1)
         self._movers: ThreadPoolExecutor | None = None
@@ -392,6 +396,7 @@ class LogManager:
             )
             with self._logs_lock:
                 self.logs[tp] = created
+                self._counted_creation(directory)
                 self.preferred_dirs.pop(tp, None)
         return created
 
@@ -408,14 +413,36 @@ class LogManager:
         preferred = self.preferred_dirs.get(tp) if tp is not None else None
         if preferred is not None and preferred in live:
             return preferred
-        counts = {d: 0 for d in live}
+        if len(live) == 1:
+            return live[0]
+        counts = self._dir_counts()
+        return min(live, key=lambda d: counts.get(d, 0))
+
+    def _dir_counts(self) -> dict[Path, int]:
+        """Partitions (future replicas counted) per log dir, kept as logs are created here
+        and counted again only when the logs changed some other way (loaded, deleted,
+        moved, a dir failed): creating N logs costs O(N), not O(N^2)."""
         with self._logs_lock:
-            every = [*self.logs.values(), *self.future_logs.values()]
-        for partition_log in every:
-            parent = partition_log.dir.parent
-            if parent in counts:
-                counts[parent] += 1
-        return min(live, key=lambda d: counts[d])
+            sizes = (len(self.logs), len(self.future_logs))
+            if self._counted_sizes != sizes:
+                counts: dict[Path, int] = {}
+                for partition_log in (*self.logs.values(), *self.future_logs.values()):
+                    parent = partition_log.dir.parent
+                    counts[parent] = counts.get(parent, 0) + 1
+                self._counts_by_dir = counts
+                self._counted_sizes = sizes
+            return self._counts_by_dir
+
+    def _counted_creation(self, directory: Path) -> None:
+        """A log created in `directory` (its count kept, under _logs_lock, once the log is
+        in `logs`): the next creation need not count every log again."""
+        if self._counted_sizes is None:
+            return
+        logs, future = self._counted_sizes
+        if len(self.logs) == logs + 1 and len(self.future_logs) == future:
+            parent = directory.parent
+            self._counts_by_dir[parent] = self._counts_by_dir.get(parent, 0) + 1
+            self._counted_sizes = (logs + 1, future)
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Remove a partition now: `begin_delete`, then its files."""

@@ -306,3 +306,37 @@ def test_after_a_crash_the_active_segment_is_scanned_once(tmp_path, caplog):
     assert [r.value for r in read_all(log, 20)] == values[20:]
     assert log.fetch_offset_by_timestamp(2002).offset == 32  # the rebuilt time index
     recovered.shutdown()
+
+
+class _CountingLogs(dict):
+    """The manager's logs map, counting the walks over every log."""
+
+    walks = 0
+
+    def values(self):
+        type(self).walks += 1
+        return super().values()
+
+
+def test_creating_many_logs_does_not_count_every_log_for_each_new_one(tmp_path):
+    # Kafka's nextLogDirs counts the logs per dir for each creation: O(N) per log, so
+    # creating N logs cost O(N^2). The counts are kept as logs are made; they are taken
+    # again only after the logs changed some other way (a deletion here).
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = started(dirs)
+    manager.logs = _CountingLogs(manager.logs)
+    for p in range(60):
+        manager.get_or_create_log("many", p)
+    assert _CountingLogs.walks <= 1  # the first creation's count
+    per_dir = {d: sum(lg.dir.parent == d for lg in manager.all_logs()) for d in dirs}
+    assert per_dir == {dirs[0]: 30, dirs[1]: 30}
+    for p in range(0, 20, 2):  # ten logs leave dir a: the next ten new ones go there
+        if manager.get_log("many", p).dir.parent == dirs[0]:
+            manager.delete_log("many", p)
+    deleted_from_a = 30 - sum(lg.dir.parent == dirs[0] for lg in manager.all_logs())
+    assert deleted_from_a > 0
+    _CountingLogs.walks = 0
+    placed = [manager.get_or_create_log("many", p).dir.parent for p in range(100, 110)]
+    assert _CountingLogs.walks <= 1  # counted again once after the deletions
+    assert placed[:deleted_from_a] == [dirs[0]] * deleted_from_a
+    manager.shutdown()
