@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kio.schema.write_txn_markers.v1 import request as v1
@@ -51,6 +51,11 @@ FENCED = frozenset({E.invalid_producer_epoch, E.transaction_coordinator_fenced})
 
 EndpointOf = Callable[[Any], Endpoint | None]  # a BrokerInfo -> its inter-broker endpoint
 SecurityFor = Callable[[Endpoint], ClientSecurity]
+# Writes markers on partitions led by this broker, as its WriteTxnMarkers handler would:
+# (producer id, epoch, commit, coordinator epoch, partitions) -> the error per partition.
+LocalMarkers = Callable[
+    [int, int, bool, int, list[TopicPartition]], Awaitable[dict[TopicPartition, int]]
+]
 
 
 class MarkerSender:
@@ -63,8 +68,10 @@ class MarkerSender:
         endpoint_of: EndpointOf,
         security_for: SecurityFor,
         request_timeout_ms: int = 30000,
+        local: LocalMarkers | None = None,
     ):
         self.broker_id = broker_id
+        self.local = local
         self.metadata = metadata
         self.endpoint_of = endpoint_of
         self.security_for = security_for
@@ -112,7 +119,16 @@ class MarkerSender:
         partitions: list[TopicPartition],
     ) -> dict[TopicPartition, int]:
         """One WriteTxnMarkers to `destination`: the error per partition (a failed request
-        answers NETWORK_EXCEPTION for all)."""
+        answers NETWORK_EXCEPTION for all). Partitions led here are written in place, without
+        a request to ourselves over the loopback (Kafka sends one; the result is the same)."""
+        if destination == self.broker_id and self.local is not None:
+            try:
+                return await self.local(
+                    producer_id, producer_epoch, commit, coordinator_epoch, partitions
+                )
+            except Exception:  # noqa: BLE001 - retried by the caller
+                log.exception("writing markers of producer %d here failed", producer_id)
+                return {tp: E.unknown_server_error for tp in partitions}
         connection = self._connection(destination)
         if connection is None:
             return {tp: E.not_leader_or_follower for tp in partitions}

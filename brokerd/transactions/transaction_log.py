@@ -11,6 +11,7 @@ tombstone: the transactional id expired.
 from __future__ import annotations
 
 import enum
+import functools
 import struct
 from dataclasses import dataclass, field
 
@@ -61,6 +62,7 @@ STATE_BY_NAME = {name: state for state, name in _NAMES.items()}
 
 
 # The partition formula ----------------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)  # every transactional request asks, several times
 def partition_for(transactional_id: str, num_partitions: int) -> int:
     """TransactionStateManager.partitionFor: Utils.abs(transactionalId.hashCode) % partitions."""
     return kafka_abs(java_string_hash(transactional_id)) % num_partitions

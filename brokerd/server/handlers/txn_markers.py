@@ -29,8 +29,10 @@ from ..connection import current_peer
 from .context import HandlerContext
 
 if TYPE_CHECKING:
+    from brokerd.groups.coordinator import GroupCoordinator
     from brokerd.log.log import Log
     from brokerd.replication.partition import Partition
+    from brokerd.replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +52,23 @@ class _Outcome:
     flush: tuple[Log, int] | None = None  # when flush.messages / flush.ms are due
 
 
+@dataclass(frozen=True)
+class MarkerRequest:
+    """One marker of a WriteTxnMarkers request: a transaction's end on some partitions."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
+    partitions: tuple[tuple[str, int], ...]
+    transaction_version: int = 0
+
+
 @dataclass
 class _Marker:
     producer_id: int
     outcomes: list[_Outcome] = field(default_factory=list)
+    request: MarkerRequest | None = None
 
 
 async def handle_write_txn_markers(ctx: HandlerContext, request: Request):
@@ -70,11 +85,47 @@ async def handle_write_txn_markers(ctx: HandlerContext, request: Request):
             ]
         return _response(module, markers)
 
-    # Every append before the first await: markers of one request land in order.
     for marker, requested in zip(markers, body.markers, strict=True):
-        for topic in requested.topics:
-            for index in topic.partition_indexes:
-                marker.outcomes.append(_append(ctx, requested, str(topic.name), int(index)))
+        marker.request = MarkerRequest(
+            int(requested.producer_id),
+            int(requested.producer_epoch),
+            int(requested.coordinator_epoch),
+            bool(requested.transaction_result),
+            tuple((str(t.name), int(p)) for t in requested.topics for p in t.partition_indexes),
+            int(getattr(requested, "transaction_version", 0)),
+        )
+    await _write(ctx.replicas, ctx.groups, markers)
+    return _response(module, markers)
+
+
+async def write_local_markers(
+    replicas: ReplicaManager,
+    groups: GroupCoordinator,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+    partitions: list[tuple[str, int]],
+) -> dict[tuple[str, int], int]:
+    """The transaction coordinator's markers for partitions led by this very broker,
+    written as a WriteTxnMarkers request from it would be (the same appends, acks=all wait
+    and offset-commit completion), without the loopback connection: the error per
+    partition."""
+    marker = _Marker(producer_id)
+    marker.request = MarkerRequest(
+        producer_id, producer_epoch, coordinator_epoch, commit, tuple(partitions)
+    )
+    await _write(replicas, groups, [marker])
+    return {(o.topic, o.partition): int(o.error) for o in marker.outcomes}
+
+
+async def _write(replicas: ReplicaManager, groups: GroupCoordinator, markers: list[_Marker]):
+    # Every append before the first await: markers of one request land in order.
+    for marker in markers:
+        request = marker.request
+        assert request is not None
+        for topic, index in request.partitions:
+            marker.outcomes.append(_append(replicas, request, topic, index))
 
     to_flush = [o for m in markers for o in m.outcomes if o.flush is not None]
     if to_flush:
@@ -83,29 +134,29 @@ async def handle_write_txn_markers(ctx: HandlerContext, request: Request):
     if pending:
         codes = await asyncio.gather(
             *(
-                ctx.replicas.wait_for_replication(partition, offset, REQUEST_TIMEOUT_S)
+                replicas.wait_for_replication(partition, offset, REQUEST_TIMEOUT_S)
                 for _, (partition, offset) in pending
             )
         )
         for (outcome, _), code in zip(pending, codes, strict=True):
             if outcome.error == ErrorCode.none:
                 outcome.error = code
-    for marker, requested in zip(markers, body.markers, strict=True):
-        _complete_offset_commits(ctx, marker, bool(requested.transaction_result))
-    return _response(module, markers)
+    for marker in markers:
+        assert marker.request is not None
+        _complete_offset_commits(groups, marker, marker.request.commit)
 
 
-def _append(ctx: HandlerContext, requested, topic: str, index: int) -> _Outcome:
+def _append(replicas: ReplicaManager, requested: MarkerRequest, topic: str, index: int) -> _Outcome:
     outcome = _Outcome(topic, index)
     try:
-        leader = ctx.replicas.leader(topic, index)
-        info = ctx.replicas.append_txn_marker(
+        leader = replicas.leader(topic, index)
+        info = replicas.append_txn_marker(
             leader,
-            int(requested.producer_id),
-            int(requested.producer_epoch),
-            int(requested.coordinator_epoch),
-            bool(requested.transaction_result),
-            int(getattr(requested, "transaction_version", 0)),
+            requested.producer_id,
+            requested.producer_epoch,
+            requested.coordinator_epoch,
+            requested.commit,
+            requested.transaction_version,
         )
     except Exception as exc:  # noqa: BLE001 - every failure is this partition's answer
         outcome.error = error_code_of(exc)
@@ -131,7 +182,7 @@ def _flush(outcomes: list[_Outcome]) -> None:
             outcome.replicate = None
 
 
-def _complete_offset_commits(ctx: HandlerContext, marker: _Marker, commit: bool) -> None:
+def _complete_offset_commits(groups: GroupCoordinator, marker: _Marker, commit: bool) -> None:
     """The producer's transactional offset commits on the `__consumer_offsets` partitions
     that took the marker become visible (COMMIT) or are dropped (ABORT)."""
     partitions = [
@@ -140,7 +191,7 @@ def _complete_offset_commits(ctx: HandlerContext, marker: _Marker, commit: bool)
         if o.topic == GROUP_METADATA_TOPIC and o.error == ErrorCode.none
     ]
     if partitions:
-        ctx.groups.on_txn_completion(marker.producer_id, partitions, commit)
+        groups.on_txn_completion(marker.producer_id, partitions, commit)
 
 
 def _response(module, markers: list[_Marker]):
