@@ -562,3 +562,133 @@ def test_aborted_transaction_records_go_and_markers_stay_while_needed(tmp_path):
     assert _latest(log)[b"a"] == (0, b"committed")  # the aborted value never wins
     controls = [e for e in log.read_batches(0) if isinstance(e, RecordBatch) and e.is_control]
     assert len(controls) == 1  # kept: its aborted data was only just removed
+
+
+def _controls(log) -> list[RecordBatch]:
+    return [e for e in log.read_batches(0) if isinstance(e, RecordBatch) and e.is_control]
+
+
+def test_markers_go_once_their_data_is_gone_and_delete_retention_ms_has_passed(tmp_path):
+    """Kafka's rule for markers in a compacted log: an ABORT marker stays while its aborted
+    data may still be in the log, a COMMIT marker while its data is; once nothing of its
+    transaction is left, the marker goes like a tombstone, after delete.retention.ms (the
+    delete horizon), so a consumer that read the data sees the marker too."""
+    from brokerd.records.control import ABORT, COMMIT, build_end_txn_marker
+
+    log = _compacted_log(tmp_path / "t-0")
+
+    def transaction(producer_id: int, key: bytes, value: bytes, kind: int) -> None:
+        log.append_as_follower(
+            keyed_batch(
+                [(key, value)],
+                producer_id=producer_id,
+                producer_epoch=0,
+                base_sequence=0,
+                is_transactional=True,
+                base_offset=log.log_end_offset,
+            )
+        )
+        log.append_as_follower(
+            build_end_txn_marker(
+                kind,
+                producer_id=producer_id,
+                producer_epoch=0,
+                coordinator_epoch=1,
+                base_offset=log.log_end_offset,
+                timestamp=1000,
+            )
+        )
+
+    transaction(7, b"k", b"committed-then-overwritten", COMMIT)
+    transaction(9, b"k", b"aborted", ABORT)
+    for i in range(8):
+        _append(log, [(b"f%d" % i, b"x" * 50)])
+    _append(log, [(b"k", b"final")])  # overwrites the committed value
+    later_markers = []
+    for producer_id in (7, 9):  # each producer's last batch is a later transaction's marker
+        transaction(producer_id, b"p%d" % producer_id, b"later", COMMIT)
+        later_markers.append(log.log_end_offset - 1)
+    for i in range(8):
+        _append(log, [(b"g%d" % i, b"x" * 50)])
+    log.roll()
+
+    manager = LogCleanerManager(dedupe_buffer_size=1 << 16)
+    for _ in range(10):
+        if manager.clean_log(log).skipped:
+            break
+    # the data of both transactions is gone, but delete.retention.ms (a day) has not passed
+    assert _latest(log)[b"k"][1] == b"final"
+    assert not [r for r in read_all(log) if r.value in (b"aborted", b"committed-then-overwritten")]
+    assert [c.base_offset for c in _controls(log)] == [1, 3, *later_markers]
+
+    # Past the delete horizon the markers go; the committed state is unchanged.
+    log.update_config(log.config.with_overrides(delete_retention_ms=0))
+    _age_all_segments(log, 3600)
+    _append(log, [(b"zz-last", b"end")])
+    log.roll()
+    for _ in range(30):
+        if manager.clean_log(log).skipped:
+            break
+    # only the markers that are their producer's last batch stay (Kafka keeps those, empty,
+    # so the producer's state survives cleaning)
+    assert [c.base_offset for c in _controls(log)] == later_markers
+    assert _latest(log)[b"k"][1] == b"final"
+
+
+def test_a_commit_marker_stays_while_its_data_does(tmp_path):
+    from brokerd.records.control import COMMIT, build_end_txn_marker
+
+    log = _compacted_log(tmp_path / "t-0", delete_retention_ms=0)
+    log.append_as_follower(
+        keyed_batch(
+            [(b"k", b"committed")],
+            producer_id=7,
+            producer_epoch=0,
+            base_sequence=0,
+            is_transactional=True,
+            base_offset=0,
+        )
+    )
+    log.append_as_follower(
+        build_end_txn_marker(
+            COMMIT,
+            producer_id=7,
+            producer_epoch=0,
+            coordinator_epoch=1,
+            base_offset=log.log_end_offset,
+            timestamp=1000,
+        )
+    )
+    for i in range(16):
+        _append(log, [(b"f%d" % i, b"x" * 50)])
+    # a later transaction of the producer, so the first marker is not its last batch
+    later = log.log_end_offset
+    log.append_as_follower(
+        keyed_batch(
+            [(b"p7", b"later")],
+            producer_id=7,
+            producer_epoch=0,
+            base_sequence=1,
+            is_transactional=True,
+            base_offset=later,
+        )
+    )
+    log.append_as_follower(
+        build_end_txn_marker(
+            COMMIT,
+            producer_id=7,
+            producer_epoch=0,
+            coordinator_epoch=1,
+            base_offset=later + 1,
+            timestamp=1000,
+        )
+    )
+    _append(log, [(b"zz", b"x")])
+    log.roll()
+    _age_all_segments(log, 3600)
+    manager = LogCleanerManager(dedupe_buffer_size=1 << 16)
+    for _ in range(30):
+        if manager.clean_log(log).skipped:
+            break
+    assert _latest(log)[b"k"][1] == b"committed"
+    assert [c.base_offset for c in _controls(log)] == [1, later + 1]
