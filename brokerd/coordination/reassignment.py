@@ -14,6 +14,11 @@ For a partition with original replicas ORS moving to target replicas TRS:
 Cancelling (null replicas) reassigns back to ORS: the adding replicas are dropped the same
 way. /admin/reassign_partitions (Kafka 2.x tools) is read on creation and emptied as its
 partitions complete.
+
+Every step takes all the partitions of one request (or one ISR notification, or a failover's
+resumption) at once, as Kafka's controller does with ZooKeeper's async API: each topic znode
+read and written once in one batch, the states in one batch of fenced writes, and one
+LeaderAndIsr / StopReplica / UpdateMetadata per broker; never a round trip per partition.
 """
 
 from __future__ import annotations
@@ -30,13 +35,16 @@ from . import zk_data
 from .channel import BrokerRequests
 from .controller_context import ControllerContext
 from .metadata import MetadataCache
-from .partition_states import PartitionStateWriter
+from .partition_states import PartitionStateWriter, StateChange
 from .zk_client import ControllerMovedError, ZkClient
 from .zk_data import PartitionState
 
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
+# A partition's answer: its error code and message.
+Outcome = tuple[ErrorCode, str | None]
+_UNKNOWN: Outcome = (ErrorCode.unknown_topic_or_partition, "The partition does not exist.")
 WRITE_ATTEMPTS = 5
 
 
@@ -117,6 +125,22 @@ def shrunk_state(
     )
 
 
+def _edit_topic_znode(data: dict, assignments: Mapping[int, ReplicaAssignment]) -> None:
+    """Put partitions' RS, adding_replicas and removing_replicas in a topic znode's data."""
+    data["version"] = max(int(data.get("version", 1)), 2)
+    for index, assignment in assignments.items():
+        data["partitions"][str(index)] = list(assignment.replicas)
+        for field_name, replicas in (
+            ("adding_replicas", assignment.adding),
+            ("removing_replicas", assignment.removing),
+        ):
+            entries = data.get(field_name) or {}
+            entries.pop(str(index), None)
+            if replicas:
+                entries[str(index)] = list(replicas)
+            data[field_name] = entries
+
+
 def _assignment_of(info, index: int) -> ReplicaAssignment:
     """A partition's assignment as the cached topic znode has it."""
     return ReplicaAssignment(
@@ -173,8 +197,7 @@ class Reassigner:
                 results[key] = (refused.error_code, refused.message)
         # The latest reassignment wins over one written by older tools.
         await self._remove_from_legacy(lambda key, _rs: key in accepted)
-        for key, target in accepted.items():
-            results[key] = await self._start_guarded(key, target)
+        results.update(await self._start_many(accepted))
         return results
 
     def _validate(
@@ -225,163 +248,255 @@ class Reassigner:
         replicas hear of them again), then any written to /admin/reassign_partitions."""
         self._legacy_armed = False  # a new ZooKeeper session has none of the old watches
         self.ongoing = self._recorded()
-        for (topic, index), current in list(self.ongoing.items()):
+        for (topic, index), current in self.ongoing.items():
             log.info(
                 "controller: resuming reassignment of %s-%d to %s", topic, index, current.target
             )
-            await self._start_guarded((topic, index), current.target)
+        await self._start_many({key: current.target for key, current in self.ongoing.items()})
         await self._read_legacy()
 
     async def isr_changed(self, keys: Iterable[PartitionKey]) -> None:
-        """An ISR grew: reassignments whose targets are all in sync complete."""
-        for key in keys:
-            current = self.ongoing.get(key)
-            if current is not None and await self._targets_in_sync(key, current):
-                await self._guarded(self._complete(key, current))
+        """ISRs grew: reassignments whose targets are all in sync complete (together)."""
+        waiting = {key: self.ongoing[key] for key in keys if key in self.ongoing}
+        if not waiting:
+            return
+
+        async def steps() -> None:
+            in_sync = await self._in_sync(waiting)
+            await self._complete_many([(k, a) for k, a in waiting.items() if k in in_sync])
+
+        await self._guarded_many(waiting, {}, steps())
 
     def forget_topic(self, topic: str) -> None:
         for key in [k for k in self.ongoing if k[0] == topic]:
             del self.ongoing[key]
 
-    # The steps --------------------------------------------------------------------------
-    async def _start_guarded(
-        self, key: PartitionKey, target: Sequence[int]
-    ) -> tuple[ErrorCode, str | None]:
-        return await self._guarded(self._start(key, tuple(target)))
-
-    async def _guarded(self, step) -> tuple[ErrorCode, str | None]:
+    # The steps, each for many partitions at once ------------------------------------------
+    # As Kafka's controller (pipelined ZooKeeper writes, one request per broker per
+    # decision): the topic znodes of all partitions in one batch (a topic written once
+    # whatever number of its partitions move), their states in one batch of fenced
+    # writes, LeaderAndIsr / StopReplica / UpdateMetadata grouped per broker.
+    async def _guarded_many(
+        self, keys: Iterable[PartitionKey], outcomes: dict[PartitionKey, Outcome], steps
+    ) -> dict[PartitionKey, Outcome]:
+        """Run `steps`; the keys it did not decide get NONE, or the error it ended with."""
         try:
-            await step
+            await steps
         except KafkaError as exc:
-            return exc.error_code, exc.message
+            failed: Outcome = (exc.error_code, exc.message)
         except NoNodeError:
-            return ErrorCode.unknown_topic_or_partition, "The partition does not exist."
+            failed = (ErrorCode.unknown_topic_or_partition, "The partition does not exist.")
         except Exception:
             log.exception("reassignment step failed")
-            return ErrorCode.unknown_server_error, None
-        return ErrorCode.none, None
-
-    async def _start(self, key: PartitionKey, target: tuple[int, ...]) -> None:
-        """Kafka's onPartitionReassignment: record RS/AR/RR, then catch up or complete."""
-        current = self.assignment(*key)
-        if current is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, "The partition does not exist.")
-        wanted = current.reassign_to(target)
-        if wanted != current:
-            await self._write_assignment(key, wanted)
-            # A replaced or cancelled reassignment: its adding replicas that stay out go now.
-            unneeded = set(current.replicas) - set(wanted.replicas)
-            if unneeded:
-                await self._drop_replicas(key, unneeded, wanted.replicas, allow_offline=True)
-        if wanted.is_reassigning:
-            self.ongoing[key] = wanted
-        if wanted.is_reassigning and not await self._targets_in_sync(key, wanted):
-            state = await self._bump_epoch(key)
-            if state is not None:
-                self._send_leader_and_isr(key, state, wanted.replicas, wanted.replicas)
-            log.info(
-                "controller: reassigning %s-%d: replicas %s, adding %s, removing %s",
-                *key,
-                list(wanted.replicas),
-                list(wanted.adding),
-                list(wanted.removing),
-            )
+            failed = (ErrorCode.unknown_server_error, None)
         else:
-            await self._complete(key, wanted)
+            failed = (ErrorCode.none, None)
+        for key in keys:
+            outcomes.setdefault(key, failed)
+        return outcomes
 
-    async def _complete(self, key: PartitionKey, current: ReplicaAssignment) -> None:
-        target = current.target
-        state = await self._drop_replicas(key, set(current.removing), target, allow_offline=False)
-        if state is None:
-            log.info("controller: %s-%d waits for a live in-sync target to lead", *key)
+    async def _start_many(
+        self, targets: Mapping[PartitionKey, Sequence[int]]
+    ) -> dict[PartitionKey, Outcome]:
+        """Kafka's onPartitionReassignment for every partition of `targets`: record
+        RS/AR/RR, then catch up or complete. Per partition its outcome."""
+        outcomes: dict[PartitionKey, Outcome] = {}
+
+        async def steps() -> None:
+            plans: dict[PartitionKey, tuple[ReplicaAssignment, ReplicaAssignment]] = {}
+            for key, target in targets.items():
+                current = self.assignment(*key)
+                if current is None:
+                    outcomes[key] = _UNKNOWN
+                else:
+                    plans[key] = (current, current.reassign_to(tuple(target)))
+            changed = {key: wanted for key, (current, wanted) in plans.items() if wanted != current}
+            for key in await self._write_assignments(changed):
+                outcomes[key] = _UNKNOWN
+                plans.pop(key)
+            # Replaced or cancelled reassignments: their adding replicas that stay out go now.
+            unneeded = [
+                (key, set(current.replicas) - set(wanted.replicas), wanted.replicas)
+                for key, (current, wanted) in plans.items()
+                if key in changed and set(current.replicas) - set(wanted.replicas)
+            ]
+            await self._drop_replicas_many(unneeded, allow_offline=True)
+            moving = {key: wanted for key, (_c, wanted) in plans.items() if wanted.is_reassigning}
+            self.ongoing.update(moving)
+            in_sync = await self._in_sync(moving)
+            catching_up = [key for key in moving if key not in in_sync]
+            bumped = await self._bump_epochs(catching_up)
+            self._send_leader_and_isr_many(
+                [(key, state, moving[key].replicas) for key, state in bumped.items()]
+            )
+            for key in catching_up:
+                wanted = moving[key]
+                log.info(
+                    "controller: reassigning %s-%d: replicas %s, adding %s, removing %s",
+                    *key,
+                    list(wanted.replicas),
+                    list(wanted.adding),
+                    list(wanted.removing),
+                )
+            await self._complete_many(
+                [(key, wanted) for key, (_c, wanted) in plans.items() if key not in catching_up]
+            )
+
+        return await self._guarded_many(targets, outcomes, steps())
+
+    async def _complete_many(self, items: Sequence[tuple[PartitionKey, ReplicaAssignment]]):
+        """RS = TRS for each: the leader into TRS and the removing replicas out of the ISR
+        (epoch bumped), StopReplica(delete) to them, the topic znodes rewritten, then one
+        UpdateMetadata per broker for all of them."""
+        if not items:
             return
-        await self._write_assignment(key, ReplicaAssignment(target))
-        self.ongoing.pop(key, None)
-        await self._remove_from_legacy(lambda k, rs: k == key and tuple(rs) == target)
+        states = await self._drop_replicas_many(
+            [(key, set(current.removing), current.target) for key, current in items],
+            allow_offline=False,
+        )
+        done: dict[PartitionKey, tuple[tuple[int, ...], PartitionState]] = {}
+        for key, current in items:
+            if key in states:
+                done[key] = (current.target, states[key])
+            else:
+                log.info("controller: %s-%d waits for a live in-sync target to lead", *key)
+        missing = await self._write_assignments(
+            {key: ReplicaAssignment(target) for key, (target, _state) in done.items()}
+        )
+        for key in missing:
+            done.pop(key)
+        if not done:
+            return
+        for key in done:
+            self.ongoing.pop(key, None)
+        await self._remove_from_legacy(lambda k, rs: k in done and tuple(rs) == done[k][0])
+        entries = [(t, i, state, list(target)) for (t, i), (target, state) in done.items()]
         for broker_id in self.context.live:
-            self.channel.send_update_metadata(broker_id, [(key[0], key[1], state, list(target))])
-        log.info("controller: reassignment of %s-%d to %s completed", *key, list(target))
+            self.channel.send_update_metadata(broker_id, entries)
+        for key, (target, _state) in done.items():
+            log.info("controller: reassignment of %s-%d to %s completed", *key, list(target))
 
-    async def _drop_replicas(
+    async def _drop_replicas_many(
         self,
-        key: PartitionKey,
-        dropped: Set[int],
-        replicas_after: Sequence[int],
+        items: Sequence[tuple[PartitionKey, Set[int], Sequence[int]]],
         allow_offline: bool,
-    ) -> PartitionState | None:
-        """Leader into `replicas_after` and `dropped` out of the ISR (epoch bumped), tell
-        the remaining replicas, delete the dropped ones. The new state, None if no replica
-        could lead."""
+    ) -> dict[PartitionKey, PartitionState]:
+        """Per (partition, dropped, replicas_after): the leader into `replicas_after` and
+        `dropped` out of the ISR (epoch bumped); tell the remaining replicas, delete the
+        dropped ones. The new states written (a partition no replica could lead has none)."""
+        if not items:
+            return {}
         live = set(self.context.live)
         epoch = self.context.epoch
 
-        def compute(state: PartitionState) -> PartitionState | None:
-            found = shrunk_state(state, dropped, replicas_after, live, epoch)
-            if found is None and allow_offline:
-                isr = [r for r in state.isr if r not in dropped]
-                found = PartitionState(-1, state.leader_epoch + 1, isr, epoch)
-            return found
+        def change(dropped: Set[int], replicas_after: Sequence[int]):
+            def compute(state: PartitionState) -> PartitionState | None:
+                found = shrunk_state(state, dropped, replicas_after, live, epoch)
+                if found is None and allow_offline:
+                    isr = [r for r in state.isr if r not in dropped]
+                    found = PartitionState(-1, state.leader_epoch + 1, isr, epoch)
+                return found
 
-        state = await self._write_state(key, compute)
-        if state is None:
-            return None
-        self._send_leader_and_isr(key, state, replicas_after, replicas_after)
-        for broker_id in sorted(dropped):
-            if broker_id in self.context.live:
-                self.channel.send_stop_replica(broker_id, key[0], [key[1]], delete=True)
-            else:
-                self.removed_while_down.setdefault(broker_id, set()).add(key)
-        return state
+            return compute
+
+        states = await self._write_states({key: change(d, after) for key, d, after in items})
+        self._send_leader_and_isr_many(
+            [(key, states[key], after) for key, _d, after in items if key in states]
+        )
+        stops: dict[int, dict[str, list[int]]] = {}
+        for key, dropped, _after in items:
+            if key not in states:
+                continue
+            for broker_id in sorted(dropped):
+                if broker_id in self.context.live:
+                    stops.setdefault(broker_id, {}).setdefault(key[0], []).append(key[1])
+                else:
+                    self.removed_while_down.setdefault(broker_id, set()).add(key)
+        for broker_id, topics in stops.items():
+            for topic, indexes in topics.items():
+                self.channel.send_stop_replica(broker_id, topic, indexes, delete=True)
+        return states
 
     def brokers_joined(self, brokers: Iterable[int]) -> None:
         """StopReplica(delete) for what was removed from these brokers while they were down
-        (unless a later reassignment gave it back to them)."""
+        (unless a later reassignment gave it back to them), one request per topic."""
         for broker_id in brokers:
+            doomed: dict[str, list[int]] = {}
             for topic, index in sorted(self.removed_while_down.pop(broker_id, ())):
                 current = self.assignment(topic, index)
                 if current is not None and broker_id not in current.replicas:
-                    self.channel.send_stop_replica(broker_id, topic, [index], delete=True)
+                    doomed.setdefault(topic, []).append(index)
+            for topic, indexes in doomed.items():
+                self.channel.send_stop_replica(broker_id, topic, indexes, delete=True)
 
-    async def _bump_epoch(self, key: PartitionKey) -> PartitionState | None:
+    async def _bump_epochs(
+        self, keys: Sequence[PartitionKey]
+    ) -> dict[PartitionKey, PartitionState]:
         epoch = self.context.epoch
 
         def bumped(state: PartitionState) -> PartitionState:
             return PartitionState(state.leader, state.leader_epoch + 1, list(state.isr), epoch)
 
-        return await self._write_state(key, bumped)
+        return await self._write_states(dict.fromkeys(keys, bumped))
 
-    async def _write_state(self, key: PartitionKey, compute) -> PartitionState | None:
-        """The controller's conditional state write; the state written (None: none was).
-        Taken from `compute` itself: the cached topic may be replaced by a refresh meanwhile."""
-        written: list[PartitionState] = []
+    async def _write_states(
+        self, changes: Mapping[PartitionKey, StateChange]
+    ) -> dict[PartitionKey, PartitionState]:
+        """The controller's conditional state writes, pipelined; the states written. Taken
+        from the computations themselves: the cached topic may be replaced by a refresh
+        meanwhile."""
+        if not changes:
+            return {}
+        written: dict[PartitionKey, PartitionState] = {}
 
-        def recorded(state: PartitionState) -> PartitionState | None:
-            found = compute(state)
-            written[:] = [found] if found is not None else []
-            return found
+        def recorded(key: PartitionKey, compute: StateChange) -> StateChange:
+            def record(state: PartitionState) -> PartitionState | None:
+                found = compute(state)
+                if found is None:
+                    written.pop(key, None)
+                else:
+                    written[key] = found
+                return found
 
-        done = await self.partition_states.write(key[0], key[1], recorded)
+            return record
+
+        done = await self.partition_states.write_many(
+            [(key[0], key[1], recorded(key, compute)) for key, compute in changes.items()]
+        )
         if not self.context.is_active:  # the fence refused the write: we resigned
             raise KafkaError(ErrorCode.not_controller)
-        return written[0] if done and written else None
+        return {key: written[key] for key in done if key in written}
 
-    async def _targets_in_sync(self, key: PartitionKey, current: ReplicaAssignment) -> bool:
-        """Read from ZooKeeper, as Kafka does: the leader writes ISR changes there."""
-        found = await self.zk.get_json(zk_data.partition_state_path(*key))
-        if found is None:
-            return False
-        state = PartitionState.from_json(*found)
-        self.cache.merge_state(key[0], key[1], state)
-        return set(current.target) <= set(state.isr)
+    async def _in_sync(self, moving: Mapping[PartitionKey, ReplicaAssignment]) -> set[PartitionKey]:
+        """The partitions whose targets are all in the ISR, read from ZooKeeper in one
+        batch as Kafka does (the leaders write ISR changes there)."""
+        if not moving:
+            return set()
+        keys = list(moving)
+        found = await self.zk.get_json_many([zk_data.partition_state_path(*key) for key in keys])
+        in_sync = set()
+        for key, current in zip(keys, found, strict=True):
+            if current is None:
+                continue
+            state = PartitionState.from_json(*current)
+            self.cache.merge_state(key[0], key[1], state)
+            if set(moving[key].target) <= set(state.isr):
+                in_sync.add(key)
+        return in_sync
 
-    def _send_leader_and_isr(
-        self, key: PartitionKey, state: PartitionState, replicas: Sequence[int], to: Iterable[int]
+    def _send_leader_and_isr_many(
+        self, entries: Sequence[tuple[PartitionKey, PartitionState, Sequence[int]]]
     ) -> None:
-        for broker_id in to:
-            if broker_id in self.context.live:
-                self.channel.send_leader_and_isr(
-                    broker_id, [(key[0], key[1], state, list(replicas))]
-                )
+        """LeaderAndIsr to every live replica of each partition, one request per broker."""
+        per_broker: dict[int, list] = {}
+        for (topic, index), state, replicas in entries:
+            for broker_id in replicas:
+                if broker_id in self.context.live:
+                    per_broker.setdefault(broker_id, []).append(
+                        (topic, index, state, list(replicas))
+                    )
+        for broker_id, states in per_broker.items():
+            self.channel.send_leader_and_isr(broker_id, states)
 
     # ZooKeeper --------------------------------------------------------------------------
     async def _fenced(self, write) -> None:
@@ -392,35 +507,55 @@ class Reassigner:
             await self.on_superseded()
             raise KafkaError(ErrorCode.not_controller) from None
 
-    async def _write_assignment(self, key: PartitionKey, assignment: ReplicaAssignment) -> None:
-        """One partition's RS/AR/RR in /brokers/topics/<t>, conditional on its version."""
-        topic, index = key
-        path = zk_data.topic_path(topic)
+    async def _write_assignments(
+        self, assignments: Mapping[PartitionKey, ReplicaAssignment]
+    ) -> set[PartitionKey]:
+        """RS/AR/RR of many partitions in their topic znodes, each topic written once,
+        conditional on its version and fenced, all topics in one batch (re-read in one
+        batch on a clash). The partitions whose topic znode is gone."""
+        by_topic: dict[str, dict[int, ReplicaAssignment]] = {}
+        for (topic, index), assignment in assignments.items():
+            by_topic.setdefault(topic, {})[index] = assignment
+        missing: set[PartitionKey] = set()
+        pending = sorted(by_topic)
         for _attempt in range(WRITE_ATTEMPTS):
-            found = await self.zk.get_json(path)
-            if found is None:
-                raise NoNodeError(path)
-            data, version = found
-            data["version"] = max(int(data.get("version", 1)), 2)
-            data["partitions"][str(index)] = list(assignment.replicas)
-            for field_name, replicas in (
-                ("adding_replicas", assignment.adding),
-                ("removing_replicas", assignment.removing),
-            ):
-                entries = data.get(field_name) or {}
-                entries.pop(str(index), None)
-                if replicas:
-                    entries[str(index)] = list(replicas)
-                data[field_name] = entries
+            if not pending:
+                break
+            found = await self.zk.get_json_many([zk_data.topic_path(t) for t in pending])
+            writes, topics = [], []
+            for topic, current in zip(pending, found, strict=True):
+                if current is None:
+                    missing.update((topic, index) for index in by_topic[topic])
+                    continue
+                data, version = current
+                _edit_topic_znode(data, by_topic[topic])
+                writes.append((zk_data.topic_path(topic), zk_data.encode(data), version))
+                topics.append(topic)
+            if not writes:
+                break
             try:
-                await self._fenced(self.zk.fenced_set_json(path, data, version, self.context.fence))
-            except BadVersionError:
-                continue
-            break
+                results = await self.zk.fenced_set_many(writes, self.context.fence)
+            except ControllerMovedError:
+                await self.on_superseded()
+                raise KafkaError(ErrorCode.not_controller) from None
+            pending = []
+            for topic, result in zip(topics, results, strict=True):
+                if isinstance(result, BadVersionError):
+                    pending.append(topic)
+                elif isinstance(result, NoNodeError):
+                    missing.update((topic, index) for index in by_topic[topic])
+                else:
+                    self._cache_assignments(topic, by_topic[topic])
         else:
-            raise KafkaError(ErrorCode.unknown_server_error, f"{path} kept changing")
+            if pending:
+                raise KafkaError(ErrorCode.unknown_server_error, f"{pending} kept changing")
+        return missing
+
+    def _cache_assignments(self, topic: str, assignments: Mapping[int, ReplicaAssignment]):
         info = self.cache.topic(topic)
-        if info is not None:
+        if info is None:
+            return
+        for index, assignment in assignments.items():
             info.assignment[index] = list(assignment.replicas)
             for mapping, replicas in (
                 (info.adding, assignment.adding),
@@ -442,17 +577,19 @@ class Reassigner:
             return
         found = await self.zk.get_json(zk_data.REASSIGN_PARTITIONS)
         entries = zk_data.parse_reassign_partitions(found[0] if found else None)
-        failed = set()
+        outcomes: dict[PartitionKey, Outcome] = {}
+        targets: dict[PartitionKey, tuple[int, ...]] = {}
         for key, replicas in entries.items():
             current = self.assignment(*key)
             if current is not None and current.is_reassigning and current.target == tuple(replicas):
                 continue  # already under way
             try:
-                target = self._validate(key, replicas, allow_rf_change=True)
+                targets[key] = self._validate(key, replicas, allow_rf_change=True)
             except KafkaError as refused:
-                code, message = refused.error_code, refused.message
-            else:
-                code, message = await self._start_guarded(key, target)
+                outcomes[key] = (refused.error_code, refused.message)
+        outcomes.update(await self._start_many(targets))
+        failed = set()
+        for key, (code, message) in outcomes.items():
             if code != ErrorCode.none:
                 log.warning(
                     "%s: %s-%d refused: %s %s",

@@ -396,6 +396,8 @@ class ZkClient:
     async def _pipeline(self, requests: Sequence[Callable[[KazooClient], Any]]) -> list[Any]:
         """Each `request(kazoo)` issues one *_async call; the answers (or the exceptions
         raised for them) in order."""
+        if not requests:
+            return []  # nothing to send: no round trip
         results: list[Any] = [None] * len(requests)
         todo = list(range(len(requests)))
         while todo:
