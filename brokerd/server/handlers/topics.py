@@ -36,6 +36,10 @@ async def handle_create_topics(ctx: HandlerContext, request: Request):
     module = response_module(request.api_key, request.api_version)
     counts = Counter(topic.name for topic in body.topics)
     may_create_any = ctx.auth.cluster(AclOperation.CREATE)  # else CREATE on each topic
+    # Kafka's KafkaApis: a created topic's configs, partition count and replication factor
+    # are answered only to a caller who may DESCRIBE_CONFIGS the topic; the others get
+    # TOPIC_AUTHORIZATION_FAILED in topic_config_error_code (v5+) and no configs.
+    describable = {name for name in counts if ctx.auth.topic(AclOperation.DESCRIBE_CONFIGS, name)}
     results = []
     for topic in body.topics:
         fields = {
@@ -72,10 +76,14 @@ async def handle_create_topics(ctx: HandlerContext, request: Request):
             assignment, overrides, info = await ctx.topic_admin.create_topic(
                 topic.name, partitions, replication, configs, explicit, body.validate_only
             )
-            fields["num_partitions"] = len(assignment)
-            fields["replication_factor"] = len(next(iter(assignment.values())))
             if info is not None:
                 fields["topic_id"] = kafka_uuid_to_uuid(info.topic_id)
+            if topic.name not in describable:
+                fields["topic_config_error_code"] = ErrorCode.topic_authorization_failed
+                results.append(build(module.CreatableTopicResult, **fields))
+                continue
+            fields["num_partitions"] = len(assignment)
+            fields["replication_factor"] = len(next(iter(assignment.values())))
             fields["configs"] = (
                 tuple(
                     build(
