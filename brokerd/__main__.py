@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     transactions = commands.add_parser(
         "transactions",
-        help="list and describe transactions (kafka-transactions.sh)",
+        help="list, describe, find-hanging and abort transactions (kafka-transactions.sh)",
         add_help=False,
     )
     transactions.set_defaults(run=_run_transactions)

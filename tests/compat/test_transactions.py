@@ -351,3 +351,128 @@ def test_brokerd_transactions_list_and_describe(txn_broker, topic_name):
     assert described["TopicPartitions"] == f"{topic_name}-1"
     assert int(described["TransactionDurationMs"]) >= 0
     producer.commit_transaction(TIMEOUT)
+
+
+def _open_ghost_transaction(bootstrap: str, topic: str, partition: int) -> int:
+    """Transactional records no coordinator knows of (a producer id from a plain
+    InitProducerId, the transactional bit set): the partition's LSO is stuck at them until an
+    operator aborts them. Returns their offset."""
+    import datetime
+
+    from brokerd.client.requests import Nested
+    from brokerd.client.sync import SyncClient
+    from brokerd.records.batch import SimpleRecord, build_batch
+
+    client = SyncClient(bootstrap)
+
+    async def ghost() -> int:
+        cluster = client.cluster
+        init = await cluster.call_any(
+            22,
+            {
+                "transactional_id": None,
+                "transaction_timeout": datetime.timedelta(minutes=1),
+                "producer_id": -1,
+                "producer_epoch": -1,
+            },
+        )
+        records = build_batch(
+            [SimpleRecord(b"hanging", None, (), int(time.time() * 1000))],
+            producer_id=int(init.producer_id),
+            producer_epoch=int(init.producer_epoch),
+            base_sequence=0,
+            is_transactional=True,
+        )
+        connection = await cluster.connection(await cluster.leader_for(topic, partition))
+        response = await connection.call(
+            0,
+            {
+                "transactional_id": "ghost",
+                "acks": -1,
+                "timeout": datetime.timedelta(seconds=TIMEOUT),
+                "topic_data": [
+                    Nested(
+                        "TopicProduceData",
+                        name=topic,
+                        partition_data=[
+                            Nested("PartitionProduceData", index=partition, records=bytes(records))
+                        ],
+                    )
+                ],
+            },
+        )
+        part = response.responses[0].partition_responses[0]
+        assert part.error_code == 0
+        return int(part.base_offset)
+
+    try:
+        return client.run(ghost())
+    finally:
+        client.close()
+
+
+def test_brokerd_transactions_find_hanging_and_abort(txn_broker, topic_name):
+    """kafka-transactions.sh find-hanging and abort: a transaction left open on a partition
+    with no coordinator knowing it holds the LSO back; find-hanging reports it (and not a
+    live producer's open transaction); abort --start-offset writes its ABORT marker through
+    the leader, refused off the brokers' listener (WriteTxnMarkers is inter-broker), after
+    which read_committed consumers read past it."""
+    import argparse
+    import io
+
+    from brokerd.tools import transactions as tool
+
+    bootstrap = txn_broker.bootstrap
+    create_topics(bootstrap, topic_name)
+    start = _open_ghost_transaction(bootstrap, topic_name, 0)
+    plain = Producer({"bootstrap.servers": bootstrap})
+    plain.produce(topic_name, b"after", partition=0)
+    assert plain.flush(TIMEOUT) == 0
+    live = transactional_producer(bootstrap, f"tx-{uuid.uuid4()}")
+    live.begin_transaction()
+    live.produce(topic_name, b"live", partition=1)
+    live.flush(TIMEOUT)
+    assert read_all(bootstrap, topic_name, 2, "read_committed") == []
+
+    def run(server: str, *argv: str) -> tuple[int, list[list[str]], str]:
+        parser = argparse.ArgumentParser()
+        tool.add_arguments(parser)
+        out, err = io.StringIO(), io.StringIO()
+        code = tool.run(parser.parse_args(["--bootstrap-server", server, *argv]), out, err)
+        return code, [line.split("\t") for line in out.getvalue().splitlines()], err.getvalue()
+
+    find = ("find-hanging", "--topic", topic_name, "--max-transaction-timeout", "0")
+    deadline = time.monotonic() + TIMEOUT
+    while True:  # open for longer than 0 minutes: as soon as a millisecond has passed
+        code, rows, _ = run(bootstrap, *find)
+        assert code == 0 and rows[0] == list(tool.HANGING_HEADER)
+        if len(rows) > 1 or time.monotonic() > deadline:
+            break
+    [hanging] = [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
+    assert (hanging["Topic"], hanging["Partition"], hanging["StartOffset"]) == (
+        topic_name,
+        "0",
+        str(start),
+    )
+    _, by_broker, _ = run(
+        bootstrap, "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0"
+    )
+    assert [r[:3] for r in by_broker[1:]] == [[topic_name, "0", hanging["ProducerId"]]]
+    # bad usage and a wrong offset are refused in words
+    assert run(bootstrap, "abort", "--topic", topic_name)[0] == 1
+    code, _, err = run(
+        txn_broker.internal_bootstrap,
+        *("abort", "--topic", topic_name, "--partition", "0", "--start-offset", str(start + 1)),
+    )
+    assert code == 1 and "Could not find any open transactions" in err
+
+    abort = ("abort", "--topic", topic_name, "--partition", "0", "--start-offset", str(start))
+    code, _, err = run(bootstrap, *abort)  # a client listener: not a broker's request
+    assert code == 1 and "CLUSTER_AUTHORIZATION_FAILED" in err
+    assert run(txn_broker.internal_bootstrap, *abort)[0] == 0
+
+    assert read_all(bootstrap, topic_name, 2, "read_committed") == [(0, start + 1, b"after")]
+    assert run(bootstrap, *find)[1][1:] == []
+    live.commit_transaction(TIMEOUT)
+    committed = read_all(bootstrap, topic_name, 2, "read_committed")
+    assert [value for _, _, value in committed] == [b"after", b"live"]
