@@ -92,6 +92,73 @@ DEFINITIONS = by_name(
             at_least=1,
             read_only=True,
         ),
+        # The consumer group protocol (KIP-848): Kafka's GroupCoordinatorConfig names.
+        ConfigDef(
+            "group.consumer.session.timeout.ms",
+            "int",
+            45000,
+            "the timeout to detect failed members of a consumer group (KIP-848)",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.consumer.min.session.timeout.ms",
+            "int",
+            45000,
+            "the smallest consumer.session.timeout.ms a group may be given",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.consumer.max.session.timeout.ms",
+            "int",
+            60000,
+            "the largest consumer.session.timeout.ms a group may be given",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.consumer.heartbeat.interval.ms",
+            "int",
+            5000,
+            "the heartbeat interval given to the members of a consumer group",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.consumer.min.heartbeat.interval.ms",
+            "int",
+            5000,
+            "the smallest consumer.heartbeat.interval.ms a group may be given",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.consumer.max.heartbeat.interval.ms",
+            "int",
+            15000,
+            "the largest consumer.heartbeat.interval.ms a group may be given",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.consumer.max.size",
+            "int",
+            2147483647,
+            "the most members a consumer group (KIP-848) may have",
+            at_least=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "group.consumer.assignors",
+            "list",
+            [
+                "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+                "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+            ],
+            "the server-side assignors (class names or uniform, range); the first is the default",
+            read_only=True,
+        ),
     ]
 )
 
@@ -109,6 +176,14 @@ class GroupCoordinatorConfig:
     offsets_topic_segment_bytes: int
     offsets_topic_replication_factor: int
     offsets_commit_timeout_ms: int
+    group_consumer_session_timeout_ms: int
+    group_consumer_min_session_timeout_ms: int
+    group_consumer_max_session_timeout_ms: int
+    group_consumer_heartbeat_interval_ms: int
+    group_consumer_min_heartbeat_interval_ms: int
+    group_consumer_max_heartbeat_interval_ms: int
+    group_consumer_max_size: int
+    group_consumer_assignors: tuple[str, ...]
 
     @property
     def offsets_retention_ms(self) -> int:

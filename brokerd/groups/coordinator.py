@@ -23,6 +23,7 @@ from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
 
 from . import offsets_topic
+from .consumer_group_coordinator import CONSUMER_PROTOCOL_TYPE, ConsumerGroups
 from .group import Group, GroupState, JoinResult, Member
 from .heartbeats import NEW_MEMBER_JOIN_TIMEOUT_MS, HeartbeatTimers
 from .metadata_manager import (
@@ -50,6 +51,7 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"  # or "consumer" (KIP-848)
 
 
 class GroupCoordinator:
@@ -63,6 +65,8 @@ class GroupCoordinator:
             on_member_expired=self._remove_member_and_update_group,
             on_pending_member_expired=self._remove_pending_member,
         )
+        # The consumer group protocol (KIP-848) on the same groups and offsets.
+        self.consumer = ConsumerGroups(manager, config, self.check_group)
 
     # Lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -152,6 +156,14 @@ class GroupCoordinator:
             if member_id != UNKNOWN_MEMBER_ID:
                 return JoinResult(E.unknown_member_id, member_id)
             group = self.manager.add_group(Group(group_id, state_timestamp_ms=now_ms()))
+        if group.consumer is not None:
+            if group.consumer.members:
+                # A classic member cannot join a consumer group with members (mixed groups
+                # are not done), the answer Kafka gives when conversion is off.
+                return JoinResult(E.inconsistent_group_protocol, member_id)
+            # An empty consumer group becomes a classic group again, as in Kafka.
+            group.consumer = None
+            group.protocol_type = None
         if not self._accept_joining_member(group, member_id):
             member = group.members.get(member_id)
             if member is not None:
@@ -644,6 +656,12 @@ class GroupCoordinator:
             group = self.manager.add_group(Group(group_id, state_timestamp_ms=now_ms()))
         if group.is_in(GroupState.DEAD):
             return every(E.coordinator_not_available)
+        if group.consumer is not None:
+            # A consumer group: generation_id is the member epoch (KIP-848).
+            error = self.consumer.validate_commit(group, member_id, generation_id)
+            if error:
+                return every(error)
+            return await self.manager.store_offsets(group, retention_ms, offsets)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return every(E.fenced_instance_id)
         if not (generation_id < 0 and group.is_in(GroupState.EMPTY)):
@@ -682,6 +700,15 @@ class GroupCoordinator:
             group = self.manager.add_group(Group(group_id, state_timestamp_ms=now_ms()))
         if group.is_in(GroupState.DEAD):
             return every(E.coordinator_not_available)
+        if group.consumer is not None:
+            error = (
+                self.consumer.validate_commit(group, member_id, generation_id)
+                if member_id != UNKNOWN_MEMBER_ID
+                else E.none
+            )
+            if error:
+                return every(error)
+            return await self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return every(E.fenced_instance_id)
         if member_id != UNKNOWN_MEMBER_ID and not group.has(member_id):
@@ -725,10 +752,7 @@ class GroupCoordinator:
     # ListGroups / DescribeGroups ------------------------------------------------------
     def list_groups(self) -> tuple[int, list[GroupOverview]]:
         error = E.coordinator_load_in_progress if self.manager.is_loading else E.none
-        return error, [
-            GroupOverview(g.group_id, g.protocol_type or "", g.state.value)
-            for g in self.manager.current_groups()
-        ]
+        return error, [_overview(g) for g in self.manager.current_groups()]
 
     def describe_group(self, group_id: str) -> tuple[int, Group | None]:
         error = self.check_group(group_id, allow_empty_id=True)
@@ -744,7 +768,7 @@ class GroupCoordinator:
         group = self.manager.get_group(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return E.group_id_not_found
-        if not group.is_in(GroupState.EMPTY):
+        if not group.is_in(GroupState.EMPTY) or group.has_active_members():
             return E.non_empty_group
         return await self.manager.delete_group(group)
 
@@ -758,10 +782,14 @@ class GroupCoordinator:
         if group is None or group.is_in(GroupState.DEAD):
             return E.group_id_not_found, {}
         results: dict[TopicPartition, int] = {}
-        if group.is_in(GroupState.EMPTY):
+        if group.is_in(GroupState.EMPTY) and not group.has_active_members():
             doomed = list(partitions)
         else:
-            subscribed = group.subscribed_topics()
+            subscribed = (
+                group.consumer.subscribed_topics()
+                if group.consumer is not None
+                else group.subscribed_topics()
+            )
             if subscribed is None:
                 return E.non_empty_group, {}
             doomed = [tp for tp in partitions if tp[0] not in subscribed]
@@ -774,6 +802,14 @@ class GroupCoordinator:
         for tp in doomed:
             results[tp] = error
         return E.none, results
+
+
+def _overview(group: Group) -> GroupOverview:
+    if group.consumer is not None:
+        return GroupOverview(
+            group.group_id, CONSUMER_PROTOCOL_TYPE, group.consumer.state.value, "consumer"
+        )
+    return GroupOverview(group.group_id, group.protocol_type or "", group.state.value)
 
 
 @dataclass(frozen=True)

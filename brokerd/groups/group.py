@@ -18,6 +18,7 @@ import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .consumer_group import ConsumerGroup
 from .offsets_topic import GroupValue, MemberRecord, OffsetValue
 
 
@@ -128,6 +129,9 @@ class Group:
     join_timer: asyncio.TimerHandle | None = None
     sync_timer: asyncio.TimerHandle | None = None  # removes members still in pending_sync
     pending_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    # Set while the group is a consumer group of the new protocol (KIP-848): its members,
+    # epochs and assignment. The classic part then stays Empty and holds the offsets.
+    consumer: ConsumerGroup | None = None
 
     # State ----------------------------------------------------------------------------
     def is_in(self, *states: GroupState) -> bool:
@@ -164,6 +168,13 @@ class Group:
         for timer in self.pending_timers.values():
             timer.cancel()
         self.pending_timers.clear()
+        if self.consumer is not None:
+            for consumer_member in self.consumer.members.values():
+                consumer_member.cancel_timers()
+
+    def has_active_members(self) -> bool:
+        """Members of either protocol (an Empty classic part may hold consumer members)."""
+        return bool(self.members) or (self.consumer is not None and bool(self.consumer.members))
 
     # Members --------------------------------------------------------------------------
     def has(self, member_id: str) -> bool:

@@ -437,7 +437,7 @@ class GroupMetadataManager:
         error = await self._append(group_id, tombstones)
         if error:
             return error
-        if self.is_current(group) and group.is_in(GroupState.EMPTY):
+        if self.is_current(group) and _is_empty(group):
             self._drop(group)
         return E.none
 
@@ -447,7 +447,7 @@ class GroupMetadataManager:
             (offsets_topic.offset_key(group.group_id, topic, partition), None)
             for topic, partition in doomed
         ]
-        dies = group.is_in(GroupState.EMPTY) and not (set(group.offsets) - set(doomed))
+        dies = _is_empty(group) and not (set(group.offsets) - set(doomed))
         if dies:
             records.append((offsets_topic.group_key(group.group_id), None))
         if not records:
@@ -457,7 +457,7 @@ class GroupMetadataManager:
             return error
         for tp in doomed:
             group.offsets.pop(tp, None)
-        if dies and group.is_in(GroupState.EMPTY) and not group.offsets:
+        if dies and _is_empty(group) and not group.offsets:
             self._drop(group)
         return E.none
 
@@ -486,7 +486,7 @@ class GroupMetadataManager:
             if not self.is_group_local(group.group_id):
                 continue
             expired = self.expired_offsets(group, now)
-            if expired or (group.is_in(GroupState.EMPTY) and not group.offsets):
+            if expired or (_is_empty(group) and not group.offsets):
                 if not await self.remove_offsets(group, expired):
                     expired_total += len(expired)
         return expired_total
@@ -500,6 +500,14 @@ class GroupMetadataManager:
         if group.protocol_type is None and group.is_in(GroupState.EMPTY):
             # Offsets-only group: each offset ages from its own commit.
             return [tp for tp, v in group.offsets.items() if expired(v, v.commit_timestamp)]
+        if group.consumer is not None and group.consumer.members:
+            # A consumer group (KIP-848) with members: as a Stable classic group.
+            subscribed_topics = group.consumer.subscribed_topics()
+            return [
+                tp
+                for tp, v in group.offsets.items()
+                if tp[0] not in subscribed_topics and expired(v, v.commit_timestamp)
+            ]
         if group.is_in(GroupState.EMPTY):
             # A consumer group's offsets age from the moment it became empty.
             return [tp for tp, v in group.offsets.items() if expired(v, group.state_timestamp_ms)]
@@ -512,6 +520,11 @@ class GroupMetadataManager:
                     if tp[0] not in subscribed and expired(v, v.commit_timestamp)
                 ]
         return []
+
+
+def _is_empty(group: Group) -> bool:
+    """No member of either protocol (a consumer group's classic part is always Empty)."""
+    return group.is_in(GroupState.EMPTY) and not group.has_active_members()
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,8 @@ SUPPORTED: dict[int, VersionRange] = {
     61: VersionRange(0, 0),  # DescribeProducers (KIP-664)
     65: VersionRange(0, 0),  # DescribeTransactions
     66: VersionRange(0, 1),  # ListTransactions (v1: duration filter)
+    68: VersionRange(0, 1),  # ConsumerGroupHeartbeat (KIP-848; v1: member ids from clients)
+    69: VersionRange(0, 1),  # ConsumerGroupDescribe (KIP-848)
     75: VersionRange(0, 0),  # DescribeTopicPartitions (KIP-966)
 }
 

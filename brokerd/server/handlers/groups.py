@@ -440,7 +440,7 @@ async def handle_list_groups(ctx: HandlerContext, request: Request):
     for overview in overviews:
         if states and overview.state.lower() not in states:
             continue
-        if types and "classic" not in types:
+        if types and overview.group_type not in types:
             continue
         listed.append(
             build(
@@ -448,7 +448,7 @@ async def handle_list_groups(ctx: HandlerContext, request: Request):
                 group_id=overview.group_id,
                 protocol_type=overview.protocol_type,
                 group_state=overview.state,
-                group_type="classic",
+                group_type=overview.group_type,
             )
         )
     return build(
@@ -460,13 +460,16 @@ async def handle_list_groups(ctx: HandlerContext, request: Request):
 
 
 def _described_group(module, version: int, group_id: str, error, group, operations: int):
-    if group is None or group.is_in(GroupState.DEAD):
+    # A consumer group (KIP-848) is described by ConsumerGroupDescribe; DescribeGroups
+    # answers as Kafka does for a group that is not a classic group.
+    not_classic = group is not None and group.consumer is not None
+    if group is None or group.is_in(GroupState.DEAD) or not_classic:
         if not error and version >= 6:
             error = E.group_id_not_found
         return build(
             module.DescribedGroup,
             error_code=error,
-            error_message=None,
+            error_message=f"Group {group_id} is not a classic group." if not_classic else None,
             group_id=group_id,
             group_state=GroupState.DEAD.value,
             protocol_type="",

@@ -1,0 +1,338 @@
+"""ConsumerGroupHeartbeat (KIP-848): joining, leaving, fencing and reconciling the members of
+consumer groups of the new protocol, as Kafka's GroupMetadataManager.consumerGroupHeartbeat.
+
+A consumer group lives on the same `Group` object as a classic group would (its `consumer`
+part), so the offsets, loading, unloading, expiry and deletion of GroupMetadataManager serve
+both kinds. What is not written to `__consumer_offsets` yet: the members, epochs and target
+assignment (Kafka's ConsumerGroupMemberMetadata/TargetAssignment records). A coordinator
+that takes the group over answers the members' heartbeats UNKNOWN_MEMBER_ID, so they join
+again (epoch 0) and resume from their committed offsets.
+
+Timers are loop timers: a member's session (group.consumer.session.timeout.ms, renewed by
+each heartbeat) and, while it is asked to revoke partitions, its rebalance timeout; either
+expiring fences the member out and the group is assigned again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from brokerd.config import GroupCoordinatorConfig
+from brokerd.protocol.errors import ErrorCode
+
+from .assignors import Assignment, configured_assignors
+from .consumer_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+)
+from .group import Group
+from .metadata_manager import GroupMetadataManager, now_ms
+
+log = logging.getLogger(__name__)
+
+E = ErrorCode
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+@dataclass(frozen=True)
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed: tuple[str, ...] | None = None
+    server_assignor: str | None = None
+    owned: Mapping[str, frozenset[int]] | None = None
+    client_id: str = ""
+    client_host: str = ""
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class HeartbeatResult:
+    error: int
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+class ConsumerGroups:
+    def __init__(
+        self,
+        manager: GroupMetadataManager,
+        config: GroupCoordinatorConfig,
+        check_group: Callable[[str], int],
+    ):
+        self.manager = manager
+        self.config = config
+        self.check_group = check_group
+        self.assignors = configured_assignors(config.group_consumer_assignors)
+
+    # Settings (per group configs come later; the broker's for now) ---------------------
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self.config.group_consumer_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.config.group_consumer_heartbeat_interval_ms
+
+    def _partition_counts(self, topics: set[str]) -> dict[str, int]:
+        counts = {}
+        for name in topics:
+            view = self.manager.metadata.topic(name)
+            if view is not None and view.partition_count > 0:
+                counts[name] = view.partition_count
+        return counts
+
+    # ConsumerGroupHeartbeat -------------------------------------------------------------
+    def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        invalid = self._invalid(req)
+        if invalid is not None:
+            return HeartbeatResult(E.invalid_request, invalid)
+        error = self.check_group(req.group_id)
+        if error:
+            return HeartbeatResult(error)
+        if req.server_assignor is not None and req.server_assignor not in self.assignors:
+            return HeartbeatResult(
+                E.unsupported_assignor, f"Assignor {req.server_assignor} is not supported."
+            )
+        group = self.manager.get_group(req.group_id)
+        if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(group, req)
+        if group is None:
+            if req.member_epoch != 0:
+                return HeartbeatResult(
+                    E.unknown_member_id, f"Group {req.group_id} has no member {req.member_id}."
+                )
+            group = self.manager.add_group(Group(req.group_id, state_timestamp_ms=now_ms()))
+        if group.consumer is None:
+            if group.members or group.pending_members:
+                # A classic group with members; converting it (KIP-848's mixed groups) is
+                # not done: Kafka's answer when conversion is off.
+                return HeartbeatResult(
+                    E.group_id_not_found, f"Group {req.group_id} is not a consumer group."
+                )
+            group.consumer = ConsumerGroup(req.group_id, default_assignor=self.assignors[0])
+            group.protocol_type = CONSUMER_PROTOCOL_TYPE
+        cg = group.consumer
+        member, error_result = self._member_for(cg, req)
+        if error_result is not None:
+            return error_result
+        assert member is not None
+        before = (member.member_epoch, member.assigned)
+        if self._update_member(cg, member, req):
+            cg.bump_and_assign(self._partition_counts(cg.subscribed_topics()))
+            log.info(
+                "consumer group %s at epoch %d (%d members, assignor %s)",
+                cg.group_id,
+                cg.group_epoch,
+                len(cg.members),
+                cg.assignor_name(),
+            )
+        else:
+            counts = self._partition_counts(cg.subscribed_topics())
+            if counts != cg.topic_partitions:
+                cg.bump_and_assign(counts)
+        cg.reconcile(member, req.owned)
+        self._schedule(group, member)
+        full = req.member_epoch == 0 or (
+            req.rebalance_timeout_ms != -1 and req.subscribed is not None and req.owned is not None
+        )
+        changed = (member.member_epoch, member.assigned) != before
+        return HeartbeatResult(
+            E.none,
+            None,
+            member.member_id,
+            member.member_epoch,
+            self.heartbeat_interval_ms(req.group_id),
+            member.assigned if full or changed else None,
+        )
+
+    def _invalid(self, req: HeartbeatRequest) -> str | None:
+        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        if not req.group_id:
+            return "GroupId can't be empty."
+        if req.version >= 1 and not req.member_id:
+            return "MemberId can't be empty."
+        if req.instance_id == "":
+            return "InstanceId can't be empty."
+        if req.rack_id == "":
+            return "RackId can't be empty."
+        if req.member_epoch == 0:
+            if req.rebalance_timeout_ms == -1:
+                return "RebalanceTimeoutMs must be provided in first request."
+            if req.owned is None or any(req.owned.values()):
+                return "TopicPartitions must be empty when (re-)joining."
+            if req.subscribed is None:
+                return "SubscribedTopicNames must be set in first request."
+        elif req.member_epoch > 0 or req.member_epoch in (
+            LEAVE_GROUP_MEMBER_EPOCH,
+            LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+        ):
+            if not req.member_id:
+                return "MemberId can't be empty."
+        else:
+            return f"MemberEpoch {req.member_epoch} is invalid."
+        return None
+
+    def _member_for(
+        self, cg: ConsumerGroup, req: HeartbeatRequest
+    ) -> tuple[ConsumerMember | None, HeartbeatResult | None]:
+        member_id = req.member_id or str(uuid.uuid4())  # v0: the coordinator names it
+        member = cg.members.get(member_id)
+        if req.member_epoch == 0:
+            if member is None:
+                if len(cg.members) >= self.config.group_consumer_max_size:
+                    return None, HeartbeatResult(
+                        E.group_max_size_reached,
+                        f"The consumer group has reached its maximum capacity of "
+                        f"{self.config.group_consumer_max_size} members.",
+                    )
+                member = ConsumerMember(member_id)
+            else:
+                # Joining again: it gave up what it had (a lost assignment).
+                member.assigned = {}
+                member.pending_revocation = {}
+                member.state = MemberState.STABLE
+                member.previous_member_epoch = member.member_epoch
+                member.member_epoch = 0
+            return member, None
+        if member is None:
+            return None, HeartbeatResult(
+                E.unknown_member_id, f"Member {member_id} is not a member of group {cg.group_id}."
+            )
+        if req.member_epoch == member.member_epoch:
+            return member, None
+        owned = {(t, p) for t, parts in (req.owned or {}).items() for p in parts}
+        assigned = {(t, p) for t, parts in member.assigned.items() for p in parts}
+        if (
+            req.member_epoch == member.previous_member_epoch
+            and req.owned is not None
+            and owned <= assigned
+        ):
+            # The answer that moved it to its current epoch was lost; it is still safe.
+            return member, None
+        return None, HeartbeatResult(
+            E.fenced_member_epoch,
+            f"The consumer group member has a smaller member epoch ({req.member_epoch}) than "
+            f"the one known by the group coordinator ({member.member_epoch}). The member "
+            f"must abandon all its partitions and rejoin."
+            if req.member_epoch < member.member_epoch
+            else f"The consumer group member has a greater member epoch ({req.member_epoch}) "
+            f"than the one known by the group coordinator ({member.member_epoch}). The "
+            f"member must abandon all its partitions and rejoin.",
+        )
+
+    def _update_member(self, cg: ConsumerGroup, member: ConsumerMember, req) -> bool:
+        """Apply what the heartbeat changed; True when the group must be assigned again."""
+        changed = False
+        if member.member_id not in cg.members:
+            cg.members[member.member_id] = member
+            changed = True
+        if req.subscribed is not None:
+            subscribed = tuple(sorted(set(req.subscribed)))
+            if subscribed != member.subscribed:
+                member.subscribed = subscribed
+                changed = True
+        if req.server_assignor is not None and req.server_assignor != member.server_assignor:
+            member.server_assignor = req.server_assignor
+            changed = True
+        if req.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.instance_id is not None:
+            member.instance_id = req.instance_id
+        member.client_id = req.client_id
+        member.client_host = req.client_host
+        return changed
+
+    def _leave(self, group: Group | None, req: HeartbeatRequest) -> HeartbeatResult:
+        cg = group.consumer if group is not None else None
+        member = cg.members.get(req.member_id) if cg is not None else None
+        if group is None or cg is None or member is None:
+            return HeartbeatResult(
+                E.unknown_member_id,
+                f"Member {req.member_id} is not a member of group {req.group_id}.",
+            )
+        self.remove_member(group, member, "left the group")
+        return HeartbeatResult(E.none, None, member.member_id, req.member_epoch, 0, None)
+
+    # Members going away -----------------------------------------------------------------
+    def remove_member(self, group: Group, member: ConsumerMember, why: str) -> None:
+        cg = group.consumer
+        if cg is None or cg.members.get(member.member_id) is not member:
+            return
+        member.cancel_timers()
+        del cg.members[member.member_id]
+        cg.target.pop(member.member_id, None)
+        log.info("consumer group %s: member %s %s", cg.group_id, member.member_id, why)
+        if cg.members:
+            cg.bump_and_assign(self._partition_counts(cg.subscribed_topics()))
+        else:
+            cg.group_epoch += 1
+            cg.assignment_epoch = cg.group_epoch
+            cg.topic_partitions = {}
+            group.state_timestamp_ms = now_ms()  # offsets of an empty group age from now
+
+    def _schedule(self, group: Group, member: ConsumerMember) -> None:
+        loop = asyncio.get_running_loop()
+        if member.session_timer is not None:
+            member.session_timer.cancel()
+        member.session_timer = loop.call_later(
+            self.session_timeout_ms(group.group_id) / 1000,
+            self._expire,
+            group,
+            member,
+            "session timed out",
+        )
+        if member.state == MemberState.UNREVOKED_PARTITIONS:
+            if member.revocation_timer is None:
+                member.revocation_timer = loop.call_later(
+                    member.rebalance_timeout_ms / 1000,
+                    self._expire_revocation,
+                    group,
+                    member,
+                )
+        elif member.revocation_timer is not None:
+            member.revocation_timer.cancel()
+            member.revocation_timer = None
+
+    def _expire(self, group: Group, member: ConsumerMember, why: str) -> None:
+        if self.manager.is_current(group):
+            self.remove_member(group, member, why)
+
+    def _expire_revocation(self, group: Group, member: ConsumerMember) -> None:
+        member.revocation_timer = None
+        if member.state == MemberState.UNREVOKED_PARTITIONS:
+            self._expire(
+                group, member, "did not revoke its partitions within its rebalance timeout"
+            )
+
+    # Offset commits of consumer groups --------------------------------------------------
+    @staticmethod
+    def validate_commit(group: Group, member_id: str, member_epoch: int) -> int:
+        """Kafka's ConsumerGroup.validateOffsetCommit: NONE or the commit's error."""
+        cg = group.consumer
+        if cg is None:
+            return E.none
+        if member_epoch < 0 and not cg.members:
+            return E.none  # an admin or a consumer outside the group
+        member = cg.members.get(member_id)
+        if member is None:
+            return E.unknown_member_id
+        if member_epoch > member.member_epoch:
+            return E.fenced_member_epoch
+        if member_epoch < member.member_epoch:
+            return E.stale_member_epoch
+        return E.none

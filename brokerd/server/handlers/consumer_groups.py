@@ -1,0 +1,240 @@
+"""The consumer group protocol (KIP-848): ConsumerGroupHeartbeat (68) and
+ConsumerGroupDescribe (69).
+
+The rules live in brokerd.groups.consumer_group_coordinator; these handlers translate topic
+ids (the wire's) to names (the coordinator's) and back, and check the ACLs Kafka checks:
+READ on the group for a heartbeat (and DESCRIBE on its subscribed topics), DESCRIBE on the
+group for a describe.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Mapping
+
+from brokerd.coordination.zk_data import kafka_uuid_to_uuid, uuid_to_kafka
+from brokerd.groups.consumer_group_coordinator import HeartbeatRequest
+from brokerd.protocol.errors import ErrorCode
+from brokerd.protocol.framing import Request
+from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.security.acl import AclOperation, ResourceType
+
+from ..connection import current_peer
+from .context import HandlerContext
+
+E = ErrorCode
+OPERATIONS_NOT_REQUESTED = -(1 << 31)
+
+
+def _ms(value) -> int:
+    if isinstance(value, datetime.timedelta):
+        return int(value / datetime.timedelta(milliseconds=1))
+    return int(value)
+
+
+def _client_host() -> str:
+    peer = current_peer.get()
+    return f"/{peer[0]}" if peer else ""
+
+
+def _topic_id(ctx: HandlerContext, name: str) -> uuid.UUID | None:
+    info = ctx.metadata.topic(name)
+    return kafka_uuid_to_uuid(info.topic_id) if info is not None else None
+
+
+def _owned_by_name(ctx: HandlerContext, topic_partitions) -> dict[str, frozenset[int]] | None:
+    """The heartbeat's owned partitions by topic name (ids no longer known are dropped:
+    the member cannot be fetching a deleted topic)."""
+    if topic_partitions is None:
+        return None
+    owned: dict[str, frozenset[int]] = {}
+    for entry in topic_partitions:
+        if entry.topic_id is None:
+            continue
+        info = ctx.metadata.topic_by_id(uuid_to_kafka(entry.topic_id))
+        if info is not None:
+            owned[info.name] = frozenset(int(p) for p in entry.partitions)
+    return owned
+
+
+def _by_id(ctx: HandlerContext, module, assignment: Mapping[str, frozenset[int]]):
+    entries = []
+    for name in sorted(assignment):
+        topic_id = _topic_id(ctx, name)
+        if topic_id is not None and assignment[name]:
+            entries.append(
+                build(
+                    module.TopicPartitions,
+                    topic_id=topic_id,
+                    partitions=tuple(sorted(assignment[name])),
+                )
+            )
+    return tuple(entries)
+
+
+async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request):
+    body = request.body
+    module = response_module(request.api_key, request.api_version)
+
+    def failed(error: int, message: str | None = None):
+        return build(
+            module.ConsumerGroupHeartbeatResponse,
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            error_message=message,
+            member_id=None,
+            member_epoch=-1,
+            heartbeat_interval=datetime.timedelta(0),
+            assignment=None,
+        )
+
+    if not ctx.auth.group(AclOperation.READ, body.group_id):
+        return failed(E.group_authorization_failed)
+    subscribed = body.subscribed_topic_names
+    if getattr(body, "subscribed_topic_regex", None):  # librdkafka sends "" for none
+        return failed(E.invalid_request, "SubscribedTopicRegex is not supported yet.")
+    if subscribed:
+        allowed = ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)
+        denied = sorted(set(subscribed) - set(allowed))
+        if denied:
+            return failed(
+                E.topic_authorization_failed,
+                f"The group has subscribed to topics: {denied} which are not authorized.",
+            )
+    result = ctx.groups.consumer.heartbeat(
+        HeartbeatRequest(
+            group_id=body.group_id,
+            member_id=body.member_id,
+            member_epoch=int(body.member_epoch),
+            instance_id=body.instance_id,
+            rack_id=body.rack_id,
+            rebalance_timeout_ms=_ms(body.rebalance_timeout),
+            subscribed=tuple(subscribed) if subscribed is not None else None,
+            server_assignor=body.server_assignor,
+            owned=_owned_by_name(ctx, body.topic_partitions),
+            client_id=request.client_id or "",
+            client_host=_client_host(),
+            version=request.api_version,
+        )
+    )
+    if result.error:
+        return failed(result.error, result.message)
+    assignment = None
+    if result.assignment is not None:
+        assignment = build(
+            module.Assignment, topic_partitions=_by_id(ctx, module, result.assignment)
+        )
+    return build(
+        module.ConsumerGroupHeartbeatResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=E.none,
+        error_message=None,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval=datetime.timedelta(milliseconds=result.heartbeat_interval_ms),
+        assignment=assignment,
+    )
+
+
+def _described_assignment(ctx: HandlerContext, module, assignment):
+    entries = []
+    for name in sorted(assignment):
+        topic_id = _topic_id(ctx, name)
+        if topic_id is None or not assignment[name]:
+            continue
+        entries.append(
+            build(
+                module.TopicPartitions,
+                topic_id=topic_id,
+                topic_name=name,
+                partitions=tuple(sorted(assignment[name])),
+            )
+        )
+    return build(module.Assignment, topic_partitions=tuple(entries))
+
+
+async def handle_consumer_group_describe(ctx: HandlerContext, request: Request):
+    body = request.body
+    version = request.api_version
+    module = response_module(request.api_key, version)
+    described = []
+    for group_id in body.group_ids:
+
+        def failed(error: int, message: str | None = None, group_id=group_id):
+            return build(
+                module.DescribedGroup,
+                error_code=error,
+                error_message=message,
+                group_id=group_id,
+                group_state="Dead",
+                group_epoch=-1,
+                assignment_epoch=-1,
+                assignor_name="",
+                members=(),
+                authorized_operations=OPERATIONS_NOT_REQUESTED,
+            )
+
+        if not ctx.auth.group(AclOperation.DESCRIBE, group_id):
+            described.append(failed(E.group_authorization_failed))
+            continue
+        error, group = ctx.groups.describe_group(group_id)
+        if error:
+            described.append(failed(error))
+            continue
+        if group is None or group.consumer is None:
+            described.append(
+                failed(
+                    E.group_id_not_found,
+                    f"Group {group_id} not found."
+                    if group is None
+                    else f"Group {group_id} is not a consumer group.",
+                )
+            )
+            continue
+        cg = group.consumer
+        extra = {"member_type": 1} if version >= 1 else {}
+        members = tuple(
+            build(
+                module.Member,
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=m.subscribed,
+                subscribed_topic_regex=None,
+                assignment=_described_assignment(ctx, module, m.assigned),
+                target_assignment=_described_assignment(
+                    ctx, module, cg.target.get(m.member_id, {})
+                ),
+                **extra,
+            )
+            for m in cg.members.values()
+        )
+        operations = (
+            ctx.auth.operations(ResourceType.GROUP, group_id)
+            if body.include_authorized_operations
+            else OPERATIONS_NOT_REQUESTED
+        )
+        described.append(
+            build(
+                module.DescribedGroup,
+                error_code=E.none,
+                error_message=None,
+                group_id=group_id,
+                group_state=cg.state.value,
+                group_epoch=cg.group_epoch,
+                assignment_epoch=cg.assignment_epoch,
+                assignor_name=cg.assignor_name(),
+                members=members,
+                authorized_operations=operations,
+            )
+        )
+    return build(
+        module.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE, groups=tuple(described)
+    )
+
+
+HANDLERS = {68: handle_consumer_group_heartbeat, 69: handle_consumer_group_describe}

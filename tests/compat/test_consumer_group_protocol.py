@@ -1,0 +1,227 @@
+"""The consumer group protocol (KIP-848) with confluent-kafka's `group.protocol=consumer`:
+ConsumerGroupHeartbeat, server-side assignors, member loss, a rolling restart, commits and
+resuming from them, ListGroups' types, ConsumerGroupDescribe, classic and new groups side by
+side.
+
+Members are subprocesses (tests/compat/consumer_protocol_member.py) so a test can kill one.
+The broker hands out a 500 ms heartbeat interval and a 6 s session timeout so rebalances and
+member loss take seconds, not Kafka's 5 s / 45 s defaults.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from brokerd.protocol.errors import ErrorCode as E
+from tests.compat.group_support import Member, balanced, group_story, wait_for
+from tests.compat.test_groups_clients import committed, create_topic, produce
+from tests.integration.test_groups_protocol import join
+from tests.integration.wire import WireClient
+
+SESSION_MS = 6000
+
+
+@pytest.fixture(scope="module")
+def kip848_broker(zookeeper, tmp_path_factory):
+    from tests.conftest import new_broker
+
+    process = new_broker(
+        zookeeper,
+        tmp_path_factory,
+        num_partitions="3",
+        group_initial_rebalance_delay_ms="0",
+        group_consumer_heartbeat_interval_ms="500",
+        group_consumer_session_timeout_ms=str(SESSION_MS),
+    ).start()
+    yield process
+    process.kill()
+
+
+def produce_range(bootstrap: str, topic: str, values: range, partitions: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in values:
+        producer.produce(topic, str(i).encode(), partition=i % partitions)
+    assert producer.flush(15) == 0
+
+
+def group_id() -> str:
+    return f"cg-{uuid.uuid4().hex[:8]}"
+
+
+def member(bootstrap: str, group: str, topic: str, **options) -> Member:
+    return Member(
+        "confluent",
+        bootstrap,
+        group,
+        topic,
+        module="tests.compat.consumer_protocol_member",
+        **options,
+    )
+
+
+def stop_all(members: list[Member]) -> None:
+    for m in members:
+        if m.alive():
+            m.kill()
+
+
+def no_overlap(members: list[Member]) -> bool:
+    seen: list[tuple[str, int]] = []
+    for m in members:
+        seen += m.assignment or []
+    return len(seen) == len(set(seen))
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_members_join_share_and_take_over_a_lost_member(kip848_broker, topic_name, assignor):
+    bootstrap = kip848_broker.bootstrap
+    create_topic(bootstrap, topic_name, 6)
+    group = group_id()
+    members = [
+        member(bootstrap, group, topic_name, assignor=assignor, client_id=f"m{i}") for i in range(3)
+    ]
+
+    def story() -> str:
+        return group_story(members, kip848_broker.output)
+
+    try:
+        wait_for(
+            lambda: balanced(members, 6) and all(len(m.partitions) == 2 for m in members),
+            60,
+            "three members with two partitions each",
+            story,
+        )
+        if assignor == "range":
+            # Contiguous ranges in member id order.
+            ranges = sorted(sorted(m.partitions) for m in members)
+            assert ranges == [[0, 1], [2, 3], [4, 5]], story()
+        # Member loss: a killed member's partitions move once its session times out.
+        lost = members[2]
+        lost.kill()
+        alive = members[:2]
+        wait_for(
+            lambda: balanced(alive, 6) and all(len(m.partitions) == 3 for m in alive),
+            SESSION_MS / 1000 + 45,
+            "the two others sharing all six partitions",
+            story,
+        )
+        # A member that leaves (close) hands its partitions over at once.
+        members[1].terminate()
+        wait_for(lambda: balanced(members[:1], 6), 45, "the last member owning all six", story)
+        # At no time did two members of the group own the same partition (as far as each
+        # member's printed assignment shows it).
+        assert all(len(a) == len(set(a)) for m in members for a in m.assignments)
+    finally:
+        stop_all(members)
+
+
+def test_rolling_restart_and_resume_from_commits(kip848_broker, topic_name):
+    bootstrap = kip848_broker.bootstrap
+    partitions = 4
+    create_topic(bootstrap, topic_name, partitions)
+    produce(bootstrap, topic_name, 200, partitions)
+    group = group_id()
+    members = [
+        member(bootstrap, group, topic_name, commit=True, client_id=f"r{i}") for i in range(2)
+    ]
+    everyone = list(members)
+
+    def story() -> str:
+        return group_story(everyone, kip848_broker.output)
+
+    def values() -> set[str]:
+        return {value for m in everyone for _, _, value in m.records}
+
+    try:
+        wait_for(lambda: balanced(members, partitions), 60, "two members sharing the topic", story)
+        wait_for(lambda: len(values()) == 200, 60, "all 200 records consumed", story)
+        # Rolling restart: each member in turn is replaced; the group keeps every partition
+        # owned by exactly one live member and nothing is re-read past the commits.
+        for index in range(len(members)):
+            members[index].terminate()
+            replacement = member(bootstrap, group, topic_name, commit=True, client_id=f"n{index}")
+            everyone.append(replacement)
+            members[index] = replacement
+            wait_for(
+                lambda: balanced(members, partitions) and no_overlap(members),
+                60,
+                f"the group balanced again after restarting member {index}",
+                story,
+            )
+        produce_range(bootstrap, topic_name, range(200, 240), partitions)
+        wait_for(lambda: len(values()) == 240, 60, "the 40 new records consumed", story)
+        # Resumed from the commits: the replacements read the new records, not the 200
+        # the first members committed (a member commits each record before it stops).
+        reread = [v for m in everyone[2:] for _, _, v in m.records if int(v) < 200]
+        assert len(reread) <= partitions, f"re-read {len(reread)} committed records: {story()}"
+    finally:
+        stop_all(everyone)
+    wait_for(
+        lambda: sum(committed(bootstrap, group, topic_name, partitions).values()) == 240,
+        30,
+        "the commits to cover all 240 records",
+    )
+
+
+def test_list_describe_and_classic_groups_side_by_side(kip848_broker, topic_name):
+    bootstrap = kip848_broker.bootstrap
+    create_topic(bootstrap, topic_name, 2)
+    group = group_id()
+    classic_group = group_id()
+    new = member(bootstrap, group, topic_name, client_id="described")
+    classic = Member(
+        "confluent", bootstrap, classic_group, topic_name, assignor="range", client_id="classic"
+    )
+    members = [new, classic]
+    try:
+        wait_for(
+            lambda: balanced([new], 2) and balanced([classic], 2),
+            60,
+            "both groups assigned",
+            lambda: group_story(members, kip848_broker.output),
+        )
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        listed = admin.list_consumer_groups(request_timeout=15).result()
+        kinds = {g.group_id: g.type for g in listed.valid}
+        assert str(kinds[group]).endswith("CONSUMER"), kinds
+        assert str(kinds[classic_group]).endswith("CLASSIC"), kinds
+        described = admin.describe_consumer_groups([group], request_timeout=15)[group].result()
+        assert str(described.type).endswith("CONSUMER")
+        assert [m.client_id for m in described.members] == ["described"]
+        assert {tp.partition for tp in described.members[0].assignment.topic_partitions} == {0, 1}
+        # A classic member cannot join a consumer group that has members.
+        with WireClient(bootstrap) as wire:
+            answer = join(wire, group, version=5)
+            assert answer.error_code == E.inconsistent_group_protocol
+    finally:
+        stop_all(members)
+
+
+def test_commits_of_a_consumer_group_are_fetched_by_any_consumer(kip848_broker, topic_name):
+    bootstrap = kip848_broker.bootstrap
+    create_topic(bootstrap, topic_name, 2)
+    produce(bootstrap, topic_name, 20, 2)
+    group = group_id()
+    one = member(bootstrap, group, topic_name, commit=True)
+    try:
+        wait_for(
+            lambda: len(one.records) == 20,
+            60,
+            "20 records",
+            lambda: group_story([one], kip848_broker.output),
+        )
+    finally:
+        one.terminate()
+    assert committed(bootstrap, group, topic_name, 2) == {0: 10, 1: 10}
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer"}
+    )
+    try:
+        found = consumer.committed([TopicPartition(topic_name, p) for p in range(2)], 15)
+        assert {tp.partition: tp.offset for tp in found} == {0: 10, 1: 10}
+    finally:
+        consumer.close()
