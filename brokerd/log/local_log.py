@@ -226,6 +226,13 @@ class LocalLog:
         with self._file_lock:
             segment.file.close()
 
+    def update_parent_dir(self, directory: Path) -> None:
+        """After the directory was renamed (under the Log's lock): the paths of every
+        segment follow, the open files are kept."""
+        self.dir = Path(directory)
+        for segment in self.segments:
+            segment.update_parent_dir(self.dir)
+
     # Closing ---------------------------------------------------------------------------
     def close(self) -> None:
         """Trim and close every segment (a preallocated file keeps only its data), and

@@ -19,6 +19,7 @@ sees a half-made change; a read racing a change retries on the new view (`read`)
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import threading
 import time
@@ -906,6 +907,26 @@ class Log:
                 return
             self.closed = True
             self._local.release()
+
+    def rename_dir(self, directory: Path) -> None:
+        """Rename the log's directory without closing it (Kafka's UnifiedLog.renameDir):
+        a future replica taking its partition's name, or an old replica its `-delete` name
+        (AlterReplicaLogDirs). The open files stay open, only the paths change, so the
+        swap costs a rename, not a reopen of every segment. The directory keeps its
+        partition: `<topic>-<partition>`, `.<uuid>-future` or `.<uuid>-delete`."""
+        directory = Path(directory)
+        with self._lock:
+            self._check_open()
+            # `.deleted` segments waiting for file.delete.delay.ms would be looked for
+            # under the old name: they go now.
+            self._local.remove_deleted_segments(0, True)
+            os.replace(self.dir, directory)
+            self.dir = directory
+            self._local.update_parent_dir(directory)
+            self.producer_state.partition_dir = directory
+            checkpoint = self.leader_epoch_cache.checkpoint
+            if checkpoint is not None:
+                checkpoint.path = directory / checkpoint.path.name
 
     def exchange_contents(self, other: Log) -> None:
         """Swap everything but the lock with `other`, under both logs' locks: a future

@@ -46,6 +46,9 @@ DELETE_DIR_SUFFIX = "-delete"
 MAX_DIR_NAME_BYTES = 255
 
 TopicPartition = tuple[str, int]
+# Copy steps a move takes after flushing its copy and before holding appends for the swap
+# (bounded: appends faster than the copy must not keep the swap from ever starting).
+CATCH_UP_STEPS = 4
 
 
 def delete_dir_name(topic: str, partition: int) -> str:
@@ -166,6 +169,11 @@ class LogManager:
         # num.replica.alter.log.dirs.threads: Kafka's default is one per log dir.
         self.alter_log_dirs_threads = max(len(self.log_dirs), 1)
         self._movers: ThreadPoolExecutor | None = None
+        # Future replicas (`-future` dirs) found at start-up, resumed once every log loaded;
+        # and whether the log manager is shutting down (a move stopped then keeps its copy
+        # for the next start-up to resume, as Kafka's future logs survive a restart).
+        self._found_futures: list[Path] = []
+        self._closing = False
         # callables(log dir, reason) once a dir went offline; called from the thread that
         # met the I/O error (the replica manager hands them over to its event loop).
         self.dir_failure_listeners: list[Callable[[Path, str], object]] = []
@@ -188,6 +196,8 @@ class LogManager:
         finally:
             for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
+        self._closing = False
+        self._resume_moves()
         self.started = True
 
     @property
@@ -233,9 +243,9 @@ class LogManager:
                 self.dirs_to_delete.append(child)  # a deletion that did not finish
                 continue
             if child.name.endswith(FUTURE_DIR_SUFFIX):
-                # A move (AlterReplicaLogDirs) that a restart cut short: the current log
-                # is complete where it was, the copy is dropped (the move can be asked again).
-                self.dirs_to_delete.append(child)
+                # A move (AlterReplicaLogDirs) that a restart cut short: resumed once the
+                # current logs are loaded (_resume_moves).
+                self._found_futures.append(child)
                 continue
             try:
                 tp = parse_dir_name(child.name)
@@ -304,6 +314,7 @@ class LogManager:
         """Close every log (each log dir with its own pool of recovery threads, as Kafka),
         write the checkpoints, then the clean-shutdown marker of each log dir whose logs all
         closed: only a dir that was entirely flushed is trusted without recovery."""
+        self._closing = True  # moves stop, their copies are kept (closed) for the next start
         self.cancel_moves()
         by_dir: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
         for tp, partition_log in self._logs_snapshot():
@@ -625,20 +636,95 @@ class LogManager:
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
                 clock=self.clock,
             )
-            move = FutureReplicaMove(current, future, self._finish_move)
-            with self._logs_lock:
-                self.future_logs[tp] = future
-            self._moves[tp] = move
-            if self._movers is None:
-                self._movers = ThreadPoolExecutor(
-                    self.alter_log_dirs_threads, thread_name_prefix="alter-log-dirs"
-                )
-            self._movers.submit(self._run_move, move)
+            self._start_move(tp, current, future)
         log.info("moving %s-%d from %s to %s", topic, partition, current.dir.parent, target)
+
+    def _start_move(self, tp: TopicPartition, current: Log, future: Log) -> None:
+        """Register a future log and queue its copy on a mover thread (_moves_lock held)."""
+        move = FutureReplicaMove(current, future, self._finish_move)
+        with self._logs_lock:
+            self.future_logs[tp] = future
+        self._moves[tp] = move
+        if self._movers is None:
+            self._movers = ThreadPoolExecutor(
+                self.alter_log_dirs_threads, thread_name_prefix="alter-log-dirs"
+            )
+        self._movers.submit(self._run_move, move)
+
+    def _resume_moves(self) -> None:
+        """The `-future` dirs found at start-up (Kafka loads them as future logs and its
+        ReplicaAlterLogDirsThread goes on copying them):
+        - beside a loaded current log in another dir: a move a restart cut short, resumed
+          where its copy ended (the copy is recovered like any log first, then reconciled
+          with the current log as every copy step is);
+        - with no directory of the partition left anywhere: a swap cut short after the old
+          replica was renamed `-delete` (see _finish_move); the copy was complete, so it
+          takes the partition's name and is loaded as its log;
+        - with the current log offline (it did not load): left on disk, untouched.
+        Several copies of one partition (a move redirected, then a crash): one is kept."""
+        found, self._found_futures = self._found_futures, []
+        by_tp: dict[TopicPartition, list[Path]] = {}
+        for child in sorted(found):
+            by_tp.setdefault(parse_dir_name(child.name), []).append(child)
+        for tp, copies in by_tp.items():
+            keep, *extra = copies
+            self.dirs_to_delete.extend(extra)
+            try:
+                self._resume_move(tp, keep)
+            except Exception as exc:  # noqa: BLE001 - one bad copy must not stop start-up
+                log.error("resuming the move of %s-%d (%s) failed: %s", *tp, keep, exc)
+                self.dirs_to_delete.append(keep)
+
+    def _resume_move(self, tp: TopicPartition, copy: Path) -> None:
+        topic, partition = tp
+        clean = self.had_clean_shutdown.get(copy.parent, False)
+        current = self.logs.get(tp)
+        if current is None:
+            if tp in self.offline_partitions or self.offline_dir(topic, partition) is not None:
+                log.warning("%s: the current replica is offline; the copy is left alone", copy)
+                return
+            final = checked_partition_dir(copy.parent, topic, partition)
+            os.replace(copy, final)
+            _fsync_dir(copy.parent)
+            promoted = load_log(
+                final,
+                self.config_for(topic),
+                had_clean_shutdown=clean,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+                clock=self.clock,
+            )
+            promoted.update_high_watermark(promoted.log_end_offset)
+            with self._logs_lock:
+                self.logs[tp] = promoted
+            log.info("%s-%d: a swap cut short is completed: its log is now %s", *tp, final)
+            return
+        if current.dir.parent == copy.parent:
+            self.dirs_to_delete.append(copy)
+            return
+        future = load_log(
+            copy,
+            self.config_for(topic),
+            log_start_offset=current.log_start_offset,
+            had_clean_shutdown=clean,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+            clock=self.clock,
+        )
+        with self._moves_lock:
+            self._start_move(tp, current, future)
+        log.info(
+            "resuming the move of %s-%d from %s to %s at offset %d of %d",
+            topic,
+            partition,
+            current.dir.parent,
+            copy.parent,
+            future.log_end_offset,
+            current.log_end_offset,
+        )
 
     def _run_move(self, move: FutureReplicaMove) -> None:
         """On a mover thread: copy until swapped; a move that stopped otherwise (cancelled,
-        the log closed or deleted, an error) drops its copy."""
+        the log closed or deleted, an error) drops its copy, except at shutdown, when the
+        copy is closed and kept for the next start-up to resume."""
         move.started.set()
         try:
             move.run()
@@ -650,6 +736,10 @@ class LogManager:
                 with self._logs_lock:
                     if self.future_logs.get(move.key) is move.future:
                         del self.future_logs[move.key]
+            if self._closing and move.error is None and not move.future.closed:
+                move.future.close()
+                log.info("%s-%d: its move is resumed at the next start", *move.key)
+                return
             self._drop_log_files(move.future)
             if isinstance(move.error, OSError):
                 self.fail_dir(move.future.dir.parent, f"moving a replica failed: {move.error}")
@@ -657,18 +747,24 @@ class LogManager:
             move.done.set()
 
     def _finish_move(self, move: FutureReplicaMove) -> bool:
-        """Swap a caught-up future log in (Kafka's replaceCurrentWithFutureLog): under the
-        current log's lock, copy what was appended since the last step, close the future
-        log, give its directory the partition's own name and reopen it, and exchange the
-        two logs' contents, so every holder of the log now writes to the new dir. The old
-        directory is renamed `-delete` and removed after file.delete.delay.ms (reads in
-        flight may still hold its files)."""
+        """Swap a caught-up future log in (Kafka's replaceCurrentWithFutureLog). Under the
+        current log's lock: copy what was appended since the last step, rename the old
+        directory `-delete`, give the future's directory the partition's own name (both
+        renamed open, no file reopened: appends wait for two renames, not for the segments
+        to be opened again), and exchange the two logs' contents, so every holder of the
+        log now writes to the new dir. A crash between the two renames leaves a `-future`
+        copy alone, which the next start-up completes (_resume_moves). The old files are
+        removed after file.delete.delay.ms (reads in flight may still hold them)."""
         current, future = move.current, move.future
         topic, partition = move.key
         future.flush()  # the bulk of the fsyncs, before appends are held up
+        for _ in range(CATCH_UP_STEPS):  # and what came meanwhile, still without the lock
+            if not move.copy_step():
+                break
         with current.lock:
             if current.closed or move.cancelled.is_set():
                 return False
+            held = time.monotonic()
             move.reconcile()
             while move.copy_step():
                 pass
@@ -677,35 +773,34 @@ class LogManager:
             # An epoch begun at the log end with nothing written in it yet (a leader elected
             # again) is not carried over, as a restart does not keep it either: the first
             # append at that epoch records it.
-            high_watermark = current.high_watermark
-            log_start = current.log_start_offset
-            future.close()
+            source = current.dir
             final = checked_partition_dir(future.dir.parent, topic, partition)
-            os.replace(future.dir, final)
-            replacement = load_log(
-                final,
-                self.config_for(topic),
-                recovery_point=future.log_end_offset,
-                log_start_offset=log_start,
-                had_clean_shutdown=True,
-                producer_id_expiration_ms=self.producer_id_expiration_ms,
-                clock=self.clock,
-            )
-            replacement.update_high_watermark(high_watermark)
-            current.exchange_contents(replacement)
-        old = replacement  # now holds the old files
+            doomed = source.with_name(delete_dir_name(topic, partition))
+            current.rename_dir(doomed)
+            try:
+                future.rename_dir(final)
+            except BaseException:
+                current.rename_dir(source)  # still the partition's log; the move fails
+                raise
+            future.update_high_watermark(current.high_watermark)
+            if current.log_start_offset > future.log_start_offset:
+                future.maybe_increment_log_start_offset(current.log_start_offset)
+            current.exchange_contents(future)
+            held_ms = (time.monotonic() - held) * 1000
+        old = future  # now holds the old files, in `doomed`
         with self._moves_lock:
             self._moves.pop(move.key, None)
             with self._logs_lock:
                 self.future_logs.pop(move.key, None)
-        log.info("moved %s-%d from %s to %s", topic, partition, old.dir.parent, final.parent)
+        log.info(
+            "moved %s-%d from %s to %s (appends held %.1f ms)",
+            topic,
+            partition,
+            source.parent,
+            final.parent,
+            held_ms,
+        )
         delay = current.config.file_delete_delay_ms / 1000
-        doomed = old.dir.with_name(delete_dir_name(topic, partition))
-        try:
-            os.replace(old.dir, doomed)
-        except OSError as exc:
-            log.warning("renaming %s for deletion failed: %s", old.dir, exc)
-            doomed = old.dir
         timer = threading.Timer(delay, self._remove_old_log, (old, doomed))
         timer.daemon = True
         timer.start()
@@ -716,6 +811,14 @@ class LogManager:
         self.remove_dir(doomed)
 
     def _drop_log_files(self, dropped: Log) -> None:
+        """A copy given up: renamed `-delete` first (a crash midway never leaves a partial
+        `-future` copy for the next start-up to resume), then removed."""
+        try:
+            dropped.rename_dir(
+                dropped.dir.with_name(delete_dir_name(dropped.topic, dropped.partition))
+            )
+        except (OSError, errors.LogError) as exc:
+            log.debug("renaming %s for deletion: %s", dropped.dir, exc)
         dropped.delete()
         self.remove_dir(dropped.dir)
 

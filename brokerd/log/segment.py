@@ -211,6 +211,15 @@ class LogSegment:
         self.time_index.rename_to(renamed(self.time_index.path))
         self.txn_index.rename_to(renamed(self.txn_index.path))
 
+    def update_parent_dir(self, directory: Path) -> None:
+        """Its directory was renamed (a future replica swapped in, AlterReplicaLogDirs):
+        the open files stay as they are, only their paths change (Kafka's
+        LogSegment.updateParentDir)."""
+        self.dir = Path(directory)
+        self.log_path = self.dir / self.log_path.name
+        for index in (self.offset_index, self.time_index, self.txn_index):
+            index.path = self.dir / index.path.name
+
     # Appends -------------------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview, headers: list[EntryHeader]) -> int:
         """Write `data` (whole entries whose headers are given, positions relative to data)

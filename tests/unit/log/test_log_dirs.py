@@ -1,6 +1,7 @@
 """Several log dirs in the log manager: where partitions go, moving a replica to another dir
 while it is written (the future replica and its swap), a failed dir taken offline alone."""
 
+import os
 import threading
 import time
 
@@ -8,8 +9,10 @@ import pytest
 
 from brokerd.config import LogConfig
 from brokerd.log import errors
+from brokerd.log.future_replica import FutureReplicaMove
 from brokerd.log.log import parse_dir_name
-from brokerd.log.manager import LogManager, future_dir_name
+from brokerd.log.manager import LogManager, delete_dir_name, future_dir_name
+from brokerd.log.recovery import load_log
 
 from .helpers import batch, read_all
 
@@ -168,3 +171,93 @@ def test_move_follows_a_truncation_of_the_current_log(tmp_path):
     values = [r.value for r in read_all(partition_log)]
     assert values == [b"old-%d" % i for i in range(150)] + [b"new-%d" % i for i in range(10)]
     manager.shutdown()
+
+
+def _partial_copy(a, b, records: int, copied_bytes: int | None):
+    """The disk a crash leaves mid-move: `t-0` in `a` with `records` batches and a
+    `-future` copy of it in `b`, made by the move's own copy step (`copied_bytes` of it,
+    or all of it when None). Returns the copy's directory."""
+    manager = started([a, b])
+    partition_log = manager.get_or_create_log("t", 0)
+    assert partition_log.dir.parent == a
+    for i in range(records):
+        partition_log.append_as_leader(batch(b"v-%d" % i), leader_epoch=1)
+    manager.shutdown()
+    config = LogConfig(segment_bytes=2000, file_delete_delay_ms=0)
+    current = load_log(a / "t-0", config, had_clean_shutdown=True)
+    future = load_log(b / future_dir_name("t", 0), config, had_clean_shutdown=True)
+    move = FutureReplicaMove(current, future, lambda _move: False)
+    if copied_bytes is None:
+        while move.copy_step():
+            pass
+    else:
+        move.copy_step(copied_bytes)
+    assert 0 < future.log_end_offset <= current.log_end_offset
+    copied = future.log_end_offset
+    current.close()
+    future.close()
+    return future.dir, copied
+
+
+def test_a_move_cut_short_by_a_restart_is_resumed(tmp_path):
+    """As Kafka's future logs: a `-future` copy found at start-up beside its current log
+    goes on being copied from where it ended, then is swapped in (it was dropped before)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    copy, copied = _partial_copy(a, b, 300, 3000)
+    assert copied < 300
+    manager = started([a, b])
+    partition_log = manager.get_or_create_log("t", 0)
+    for i in range(300, 320):
+        partition_log.append_as_leader(batch(b"v-%d" % i), leader_epoch=2)
+    wait_for(lambda: partition_log.dir.parent == b)
+    assert partition_log.dir == b / "t-0" and not copy.exists()
+    assert ("t", 0) not in manager.future_logs and not manager.moving()
+    expected = [b"v-%d" % i for i in range(320)]
+    assert [r.value for r in read_all(partition_log)] == expected
+    wait_for(lambda: not list(a.glob("t-0*")))
+    manager.shutdown()
+    again = started([a, b])
+    assert again.get_log("t", 0).dir == b / "t-0"
+    assert [r.value for r in read_all(again.get_log("t", 0))] == expected
+    again.shutdown()
+
+
+def test_a_swap_cut_short_between_its_renames_is_completed(tmp_path):
+    """The swap renames the old replica `-delete`, then the complete copy to the
+    partition's name: a crash in between leaves the copy alone, which start-up takes as
+    the partition's log, and the old one is left for deletion."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    copy, copied = _partial_copy(a, b, 100, None)
+    assert copied == 100
+    doomed = a / delete_dir_name("t", 0)
+    os.replace(a / "t-0", doomed)
+    manager = started([a, b])
+    partition_log = manager.get_log("t", 0)
+    assert partition_log is not None and partition_log.dir == b / "t-0"
+    assert [r.value for r in read_all(partition_log)] == [b"v-%d" % i for i in range(100)]
+    assert doomed in manager.dirs_to_delete and not copy.exists()
+    info = partition_log.append_as_leader(batch(b"next"), leader_epoch=1)
+    assert info.first_offset == 100
+    manager.shutdown()
+
+
+def test_a_shutdown_keeps_a_moves_copy_for_the_next_start(tmp_path):
+    """A clean shutdown mid-move closes the copy instead of dropping it; the next start
+    resumes and finishes the move."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = LogManager([a, b], LogConfig(segment_bytes=1 << 20, file_delete_delay_ms=0))
+    manager.startup()
+    partition_log = manager.get_or_create_log("t", 0)
+    value = b"x" * 4000
+    for i in range(3000):  # ~12 MiB: more than one copy step
+        partition_log.append_as_leader(batch(value + b"%d" % i), leader_epoch=0)
+    manager.alter_log_dir("t", 0, str(b))
+    manager.shutdown()
+    if partition_log.dir.parent == a:  # stopped mid-move (almost always): a copy is kept
+        assert len(list(b.glob("t-0.*-future"))) == 1
+    again = LogManager([a, b], LogConfig(segment_bytes=1 << 20, file_delete_delay_ms=0))
+    again.startup()
+    moved = again.get_log("t", 0)
+    wait_for(lambda: moved.dir.parent == b)
+    assert moved.log_end_offset == 3000 and not list(b.glob("*-future"))
+    again.shutdown()
