@@ -1,0 +1,166 @@
+"""ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69) on the wire (KIP-848): Kafka's
+validation errors, epochs and fencing, revoke-before-assign between two members, leaving,
+offset commits checked by member epoch, ListGroups' group type, DescribeGroups on a
+consumer group, and a classic member turned away from it."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+from brokerd.protocol.errors import ErrorCode as E
+from tests.compat.test_groups_clients import create_topic
+from tests.integration.test_groups_protocol import commit, join, ready_coordinator
+from tests.integration.wire import WireClient, nested, request
+
+V = 1
+
+
+def hb(
+    client,
+    group,
+    member_id,
+    epoch,
+    topics=None,
+    owned=None,
+    rebalance_ms=None,
+    assignor=None,
+):
+    return client.call(
+        request(
+            68,
+            V,
+            group_id=group,
+            member_id=member_id,
+            member_epoch=epoch,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout=datetime.timedelta(
+                milliseconds=-1 if rebalance_ms is None else rebalance_ms
+            ),
+            subscribed_topic_names=tuple(topics) if topics is not None else None,
+            subscribed_topic_regex=None,
+            server_assignor=assignor,
+            topic_partitions=None
+            if owned is None
+            else tuple(
+                nested(68, V, "TopicPartitions", topic_id=tid, partitions=tuple(sorted(ps)))
+                for tid, ps in owned.items()
+                if ps
+            ),
+        )
+    )
+
+
+def joined(client, group, member_id, topic, assignor=None):
+    return hb(client, group, member_id, 0, [topic], {}, 60000, assignor)
+
+
+def parts(response) -> dict:
+    if response.assignment is None:
+        return None
+    return {tp.topic_id: set(tp.partitions) for tp in response.assignment.topic_partitions}
+
+
+def only(assignment: dict) -> set:
+    return set().union(*assignment.values()) if assignment else set()
+
+
+def test_validation_errors_are_kafkas(group_broker, topic_name):
+    create_topic(group_broker.bootstrap, topic_name, 2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with WireClient(group_broker.bootstrap) as client:
+        ready_coordinator(client, group)
+        member = uuid.uuid4().hex
+        # Joining needs a rebalance timeout, subscriptions and an empty owned list.
+        assert hb(client, group, member, 0, [topic_name], {}, None).error_code == E.invalid_request
+        assert hb(client, group, member, 0, None, {}, 60000).error_code == E.invalid_request
+        assert hb(client, group, member, 0, [topic_name], None, 60000).error_code == (
+            E.invalid_request
+        )
+        assert hb(client, group, "", 0, [topic_name], {}, 60000).error_code == E.invalid_request
+        assert hb(client, group, member, -3).error_code == E.invalid_request
+        assert joined(client, group, member, topic_name, "sticky").error_code == (
+            E.unsupported_assignor
+        )
+        # Unknown member, then a wrong epoch: fenced.
+        assert hb(client, group, member, 5).error_code == E.unknown_member_id
+        first = joined(client, group, member, topic_name)
+        assert first.error_code == E.none and first.member_epoch == 1
+        assert first.heartbeat_interval.total_seconds() > 0
+        assert hb(client, group, member, 7).error_code == E.fenced_member_epoch
+        # Leaving answers epoch -1; the member is gone afterwards.
+        left = hb(client, group, member, -1)
+        assert left.error_code == E.none and left.member_epoch == -1
+        assert hb(client, group, member, 1).error_code == E.unknown_member_id
+
+
+def test_a_partition_is_given_only_after_its_owner_revoked_it(group_broker, topic_name):
+    create_topic(group_broker.bootstrap, topic_name, 4)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with WireClient(group_broker.bootstrap) as client:
+        ready_coordinator(client, group)
+        a, b = "a-" + uuid.uuid4().hex, "b-" + uuid.uuid4().hex
+        first = joined(client, group, a, topic_name)
+        a_owns = parts(first)
+        (topic_id,) = a_owns
+        assert only(a_owns) == {0, 1, 2, 3} and first.member_epoch == 1
+
+        second = joined(client, group, b, topic_name)
+        assert second.error_code == E.none and second.member_epoch == 2
+        assert only(parts(second)) == set(), "b got partitions a still owns"
+
+        # a is told to keep two: it must revoke the others (its epoch stays 1 until then).
+        asked = hb(client, group, a, 1, owned=a_owns)
+        kept = parts(asked)
+        assert asked.member_epoch == 1 and len(only(kept)) == 2
+        taken = {0, 1, 2, 3} - only(kept)
+        # b still gets nothing while a owns them.
+        assert only(parts(hb(client, group, b, 2, owned={})) or {}) == set()
+        # a acknowledges (owns only what it keeps) and moves to epoch 2.
+        acked = hb(client, group, a, 1, owned=kept)
+        assert acked.member_epoch == 2
+        given = hb(client, group, b, 2, owned={})
+        assert only(parts(given)) == taken
+
+        # Offsets: the member epoch is the commit's generation.
+        tp = (topic_name, 0)
+        assert commit(client, group, 1, a, {tp: (5, "")}, version=9)[tp] == E.stale_member_epoch
+        assert commit(client, group, 3, a, {tp: (5, "")}, version=9)[tp] == E.fenced_member_epoch
+        assert commit(client, group, 2, "nobody", {tp: (5, "")}, version=9)[tp] == (
+            E.unknown_member_id
+        )
+        assert commit(client, group, 2, a, {tp: (5, "")}, version=9)[tp] == E.none
+
+        # ListGroups v5: the group's type, and the types filter.
+        def listed(types):
+            response = client.call(request(16, 5, states_filter=(), types_filter=tuple(types)))
+            return {g.group_id: (g.group_type, g.group_state) for g in response.groups}
+
+        assert listed(["consumer"])[group] == ("consumer", "Stable")
+        assert group not in listed(["classic"])
+        # DescribeGroups: not a classic group. ConsumerGroupDescribe: both members.
+        old = client.call(request(15, 5, groups=(group,), include_authorized_operations=False))
+        assert old.groups[0].group_state == "Dead"  # before v6: no error code
+        v6 = client.call(request(15, 6, groups=(group,), include_authorized_operations=False))
+        assert v6.groups[0].error_code == E.group_id_not_found
+        described = client.call(
+            request(69, 1, group_ids=(group,), include_authorized_operations=False)
+        )
+        found = described.groups[0]
+        assert found.error_code == E.none and found.group_state == "Stable"
+        assert found.group_epoch == 2 and found.assignor_name == "uniform"
+        assert sorted(m.member_id for m in found.members) == sorted([a, b])
+        for m in found.members:
+            assert m.member_type == 1 and m.subscribed_topic_names == (topic_name,)
+            assert all(tp.topic_name == topic_name for tp in m.assignment.topic_partitions)
+
+        # A classic member cannot join it; DeleteGroups refuses a group with members.
+        assert join(client, group, version=5).error_code == E.inconsistent_group_protocol
+        deleted = client.call(request(42, 2, groups_names=(group,)))
+        assert deleted.results[0].error_code == E.non_empty_group
+
+        # b leaves: a gets everything back at its next heartbeat.
+        assert hb(client, group, b, -1).member_epoch == -1
+        back = hb(client, group, a, 2, owned=parts(acked))
+        assert only(parts(back)) == {0, 1, 2, 3} and back.member_epoch == 3
