@@ -7,6 +7,12 @@ Offsets are stored relative to the segment's base offset. A new index file is pr
 to `segment.index.bytes` (rounded down to a whole entry) and trimmed to its entries when
 the segment rolls or the log closes. Lookups binary-search the mapping in place; an index is
 never loaded into a Python list.
+
+A writable index with no entries on disk (a new log's, a new segment's) opens no file until
+its first entry is written (as Kafka's LazyIndex): an idle partition holds one descriptor,
+its .log, instead of five (each index's file and its mapping's own duplicate), so 10,000
+partitions fit a broker's open-files limit, and a new log is made with one file, not three.
+A missing index file is an empty index.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 # Appends kept back before one write of them all (see `_Index._write_pending`).
 PENDING_ENTRIES = 32
@@ -53,27 +59,6 @@ class _Index:
         self.writable = writable
         self.entry_size = self.entry.size
         self.max_index_size = max_index_size
-        existed = self.path.exists() and self.path.stat().st_size > 0
-        mode = "r+b" if writable else "rb"
-        if not self.path.exists():
-            if not writable:
-                raise FileNotFoundError(self.path)
-            self.path.touch()
-        self._file = open(self.path, mode)  # noqa: SIM115 - the index owns its file
-        self._fd = self._file.fileno()
-        length = os.fstat(self._file.fileno()).st_size
-        if existed:
-            self.entries = length // self.entry_size
-        else:
-            self.entries = 0
-        if writable and preallocate:
-            # The active segment's index is mapped at its full preallocated size;
-            # a sealed one keeps its trimmed size until a rebuild resets it.
-            target = max(self._round(max_index_size), self._round(length))
-            if length != target:
-                self._file.truncate(target)
-            length = target
-        self._length = length
         self._mmap: mmap.mmap | None = None
         self._last_raw: tuple[int, tuple[int, int]] | None = None
         # Appended entries not yet written (from slot `_pending_from`): written together
@@ -84,7 +69,59 @@ class _Index:
         self._pack = self.entry.pack  # bound once: appends are on the produce path
         # Readers on other threads write the pending entries too (before reading).
         self._pending_lock = threading.Lock()
+        self._closed = False
+        if writable:
+            try:
+                on_disk = os.stat(self.path).st_size
+            except FileNotFoundError:
+                on_disk = 0
+            if on_disk == 0:
+                # Lazy: no file until the first entry is written (`_open`).
+                self._file: IO[bytes] | None = None
+                self._fd = -1
+                self.entries = 0
+                self._length = self._round(max_index_size) if preallocate else 0
+                self.max_entries = self._length // self.entry_size
+                return
+        existed = self.path.exists() and self.path.stat().st_size > 0
+        mode = "r+b" if writable else "rb"
+        if not self.path.exists():
+            if not writable:
+                raise FileNotFoundError(self.path)
+            self.path.touch()
+        opened: IO[bytes] = open(self.path, mode)  # noqa: SIM115 - the index owns its file
+        self._file = opened
+        self._fd = opened.fileno()
+        length = os.fstat(self._fd).st_size
+        if existed:
+            self.entries = length // self.entry_size
+        else:
+            self.entries = 0
+        if writable and preallocate:
+            # The active segment's index is mapped at its full preallocated size;
+            # a sealed one keeps its trimmed size until a rebuild resets it.
+            target = max(self._round(max_index_size), self._round(length))
+            if length != target:
+                opened.truncate(target)
+            length = target
+        self._length = length
         self._remap()
+
+    def _open(self) -> IO[bytes]:
+        """A lazy index's file, made and mapped at its (preallocated) length now."""
+        file = self._file
+        if file is not None:
+            return file
+        if self._closed:
+            raise ValueError(f"{self.path} is closed")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        file = os.fdopen(fd, "r+b", buffering=0)
+        if self._length:
+            file.truncate(self._length)
+        self._file = file
+        self._fd = fd
+        self._remap()
+        return file
 
     def _round(self, size: int) -> int:
         return size - size % self.entry_size
@@ -95,9 +132,9 @@ class _Index:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        if self._length > 0:
+        if self._length > 0 and self._file is not None:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-            self._mmap = mmap.mmap(self._file.fileno(), self._length, access=access)
+            self._mmap = mmap.mmap(self._fd, self._length, access=access)
 
     @property
     def is_full(self) -> bool:
@@ -123,6 +160,8 @@ class _Index:
         with self._pending_lock:
             pending = self._pending
             if pending:
+                if self._file is None:
+                    self._open()
                 os.pwrite(self._fd, pending, self._pending_from * self.entry_size)
                 pending.clear()
 
@@ -187,6 +226,7 @@ class _Index:
         if self.entries + count > self.max_entries:
             raise CorruptIndexError(f"index {self.path} is full ({self.max_entries} entries)")
         self._write_pending()
+        self._open()
         os.pwrite(self._fd, packed, self.entries * self.entry_size)
         self.entries += count
 
@@ -217,6 +257,11 @@ class _Index:
     def resize(self, new_size: int) -> None:
         self._write_pending()
         size = self._round(new_size)
+        if self._file is None:  # lazy: nothing on disk yet, only the length to map
+            self._length = size
+            self.max_entries = size // self.entry_size
+            self.entries = min(self.entries, self.max_entries)
+            return
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
@@ -226,26 +271,40 @@ class _Index:
         self._remap()
 
     def trim_to_valid_size(self) -> None:
-        """Cut the preallocated tail: a sealed index holds only its entries."""
+        """Cut the preallocated tail: a sealed index holds only its entries (a lazy one
+        gets its file now, empty, as Kafka's sealed segments have theirs)."""
         if self.writable:
+            self._open()
             self.resize(self.size_in_bytes)
 
+    def _close_trimmed(self) -> None:
+        if self._file is None and not self._pending:
+            return  # lazy and still empty: no file is made only to be closed
+        self.trim_to_valid_size()
+
     def flush(self) -> None:
-        if self._mmap is not None and self.writable:
-            self._write_pending()
-            self._mmap.flush()
+        if self.writable:
+            self._write_pending()  # (a lazy index's first entries make its file)
+            if self._mmap is not None:
+                self._mmap.flush()
 
     def close(self) -> None:
-        if self.writable and not self._file.closed:
-            self.trim_to_valid_size()
+        if self.writable and not self._closed:
+            self._close_trimmed()
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+        self._closed = True
         self.writable = False  # its descriptor number may be reused: no more pwrites
 
     def rename_to(self, path: Path) -> None:
-        os.replace(self.path, path)
+        try:
+            os.replace(self.path, path)
+        except FileNotFoundError:
+            if self._file is not None:
+                raise  # a lazy index has no file to rename yet
         self.path = path
 
     def delete(self) -> None:
@@ -253,7 +312,9 @@ class _Index:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+        self._closed = True
         self.writable = False
         self.path.unlink(missing_ok=True)
 
@@ -326,6 +387,8 @@ class OffsetIndex(_Index):
 
     def sanity_check(self, log_size: int | None = None) -> None:
         """Cheap checks Kafka makes when it opens an index; O(1)."""
+        if self._file is None:
+            return  # lazy: no entries
         length = os.fstat(self._file.fileno()).st_size
         if length % self.entry_size:
             raise CorruptIndexError(f"{self.path}: size {length} is not a multiple of 8")
@@ -395,6 +458,8 @@ class TimeIndex(_Index):
                 raise CorruptIndexError(f"offset {offset} is before the last entry")
             if timestamp <= last_timestamp:
                 return
+        elif timestamp < 0:
+            return  # Kafka's empty index's last entry is (-1, base): no timestamp is no entry
         if full:
             return
         self._append_raw(timestamp, offset - self.base_offset)
@@ -418,6 +483,8 @@ class TimeIndex(_Index):
         self.truncate_to_entries(lo)
 
     def sanity_check(self) -> None:
+        if self._file is None:
+            return  # lazy: no entries
         length = os.fstat(self._file.fileno()).st_size
         if length % self.entry_size:
             raise CorruptIndexError(f"{self.path}: size {length} is not a multiple of 12")

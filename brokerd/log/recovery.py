@@ -148,7 +148,9 @@ def _open_segments(
             segments.append(segment)
             continue
         try:
-            if index_missing:
+            # An index is made at its first entry (index.py): none is missing from a
+            # segment too short for one (at most index.interval.bytes).
+            if index_missing and segment.size > config.index_interval_bytes:
                 raise CorruptIndexError(f"{segment.index_path} is missing")
             segment.offset_index.sanity_check(segment.size)
             segment.time_index.sanity_check()

@@ -1,0 +1,69 @@
+"""A new log opens one file: its indexes are made at their first entry (Kafka's LazyIndex),
+so 10,000 idle partitions fit a broker's open-files limit."""
+
+import logging
+import os
+
+from brokerd.config import LogConfig
+from brokerd.log.index import OffsetIndex, TimeIndex
+from brokerd.log.manager import LogManager
+
+from .helpers import batch, open_log, read_all
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_new_logs_hold_one_descriptor_each_and_no_index_files(tmp_path):
+    manager = LogManager([tmp_path], LogConfig())
+    manager.startup()
+    before = _open_fds()
+    for p in range(40):
+        manager.get_or_create_log("idle", p)
+    assert _open_fds() - before == 40  # the .log of each (was 5 each: 2 indexes, 2 maps)
+    assert sorted(os.listdir(tmp_path / "idle-0")) == ["00000000000000000000.log"]
+    manager.shutdown()
+    again = LogManager([tmp_path], LogConfig())
+    again.startup()
+    assert len(again.logs) == 40
+    again.shutdown()
+
+
+def test_a_lazy_index_is_made_at_its_first_entry_and_read_back(tmp_path):
+    index = OffsetIndex(tmp_path / "5.index", base_offset=5, max_index_size=8 * 64)
+    time_index = TimeIndex(tmp_path / "5.timeindex", base_offset=5, max_index_size=12 * 64)
+    assert index.lookup(50) == (5, 0) and index.max_entries == 64
+    time_index.maybe_append(-1, 5)  # no timestamp, no entry (Kafka's empty last entry)
+    assert not index.path.exists() and not time_index.path.exists()
+    index.append(9, 4096)
+    time_index.maybe_append(1000, 9)
+    assert index.lookup(50) == (9, 4096) and time_index.lookup(2000) == (1000, 9)
+    index.close()
+    time_index.close()
+    assert index.path.stat().st_size == 8 and time_index.path.stat().st_size == 12
+    reopened = OffsetIndex(index.path, base_offset=5, max_index_size=8 * 64)
+    assert reopened.entries == 1 and reopened.lookup(50) == (9, 4096)
+    reopened.close()
+
+
+def test_logs_with_and_without_index_entries_reopen_without_a_rebuild(tmp_path, caplog):
+    small = open_log(tmp_path / "small-0", segment_bytes=10_000)
+    small.append_as_leader(batch(b"x" * 10), leader_epoch=0)
+    big = open_log(tmp_path / "big-0", segment_bytes=3_000, index_interval_bytes=100)
+    for _ in range(20):  # several segments, each with index entries
+        big.append_as_leader(batch(b"y" * 200, b"z" * 200), leader_epoch=0)
+    assert len(big.segments) > 2
+    small.close()
+    big.close()
+    with caplog.at_level(logging.WARNING):
+        small = open_log(tmp_path / "small-0", segment_bytes=10_000)
+        big = open_log(tmp_path / "big-0", segment_bytes=3_000, index_interval_bytes=100)
+    assert not [r for r in caplog.records if "rebuilding" in r.getMessage()]
+    assert [r.value for r in read_all(small)] == [b"x" * 10]
+    assert len(read_all(big)) == 40
+    assert big.segments[0].offset_index.entries > 0
+    # the sealed segments keep Kafka's files, the time index with its entries
+    assert all(s.index_path.exists() and s.time_index_path.exists() for s in big.segments[:-1])
+    small.close()
+    big.close()
