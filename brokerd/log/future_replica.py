@@ -45,6 +45,7 @@ class FutureReplicaMove:
         self.started = threading.Event()  # the log manager's: a mover thread took it
         self.done = threading.Event()  # the log manager's: stopped and cleaned up
         self.swapped = False
+        self.held_ms: float | None = None  # how long the swap held the log's appends
         self.error: BaseException | None = None
 
     @property

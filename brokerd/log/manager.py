@@ -786,7 +786,7 @@ class LogManager:
             if current.log_start_offset > future.log_start_offset:
                 future.maybe_increment_log_start_offset(current.log_start_offset)
             current.exchange_contents(future)
-            held_ms = (time.monotonic() - held) * 1000
+            held_ms = move.held_ms = (time.monotonic() - held) * 1000
         old = future  # now holds the old files, in `doomed`
         with self._moves_lock:
             self._moves.pop(move.key, None)
