@@ -36,6 +36,7 @@ from .results import (
     raise_for_errors,
 )
 from .scram_users import ScramAdmin
+from .transactions import TransactionAdmin
 
 LIST_OFFSETS = 2
 CREATE_TOPICS = 19
@@ -60,7 +61,7 @@ def _ms(seconds: float) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
-class AdminClient(GroupAdmin, AclAdmin, ScramAdmin):
+class AdminClient(GroupAdmin, AclAdmin, ScramAdmin, TransactionAdmin):
     def __init__(self, cluster: Cluster, *, operation_timeout: float = 30.0):
         self.cluster = cluster
         self.operation_timeout = operation_timeout

@@ -277,6 +277,18 @@ class BrokerConnection:
         body = materialize(api_key, self.version_for(api_key), values)
         return await self.send(body, timeout=timeout, expect_response=expect_response)
 
+    async def call_raw(
+        self, api_key: int, values: dict[str, Any], *, timeout: float | None = None
+    ) -> tuple[int, bytes]:
+        """Like `call`, but the response frame (header included) is returned undecoded with
+        the version it answers, for a caller reading it with its own schema."""
+        await self.connect()
+        version = self.version_for(api_key)
+        body = materialize(api_key, version, values)
+        self._renew_session_if_due()
+        await self.connect()
+        return version, await self._exchange(body, timeout or self.request_timeout, raw=True)
+
     async def send(
         self, body: Any, *, timeout: float | None = None, expect_response: bool = True
     ) -> Any:

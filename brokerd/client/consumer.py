@@ -4,12 +4,17 @@ Fetch answers are decoded batch by batch (v2 batches and legacy v0/v1 message se
 codec): records below the requested offset (a fetch starts at a batch boundary) and control
 batches are skipped, nothing at or above the high watermark is returned, and the next
 position is the end of the last batch, so compacted topics' offset gaps are stepped over.
-Reads are read_uncommitted (isolation level 0), bounded by the high watermark.
+Reads are read_uncommitted (isolation level 0), bounded by the high watermark, unless the
+consumer is made with isolation_level=1 (read_committed): then fetches are bounded by the
+last stable offset and the batches of aborted transactions are dropped as Kafka's consumer
+drops them (the Fetch answer's aborted_transactions, ended by each producer's abort marker).
 """
 
 from __future__ import annotations
 
 import datetime
+import heapq
+import struct
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -64,17 +69,49 @@ class OffsetOutOfRangeError(KafkaResponseError):
         self.offset = offset
 
 
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+ABORT_MARKER = 0  # a control record's type (its key: int16 version, int16 type)
+
+
+def _is_abort_marker(batch: RecordBatch) -> bool:
+    """Whether a control batch holds an ABORT marker (its one record's key says so)."""
+    key = next((record.key for record in batch), None)
+    return key is not None and len(key) >= 4 and struct.unpack_from(">h", key, 2)[0] == ABORT_MARKER
+
+
 def decode_partition(
-    topic: str, partition: int, data: bytes | None, fetch_offset: int, high_watermark: int
+    topic: str,
+    partition: int,
+    data: bytes | None,
+    fetch_offset: int,
+    high_watermark: int,
+    aborted: list[tuple[int, int]] | None = None,
 ) -> tuple[list[ConsumerRecord], int]:
-    """Records at or after `fetch_offset` and below the high watermark; the next offset."""
+    """Records at or after `fetch_offset` and below `high_watermark` (the last stable offset
+    for read_committed); the next offset. With `aborted` (read_committed: the Fetch answer's
+    (producer id, first offset) pairs), aborted transactions' batches are skipped as Kafka's
+    consumer skips them: a producer's transaction counts as aborted from its first offset
+    until that producer's abort marker."""
     records: list[ConsumerRecord] = []
     next_offset = fetch_offset
     if not data:
         return records, next_offset
+    pending = [(first, pid) for pid, first in aborted or ()]
+    heapq.heapify(pending)
+    aborting: set[int] = set()
     for entry in iter_entries(data):
         if isinstance(entry, RecordBatch):
             entry.validate()  # CRC-32C, as Java's check.crcs
+            if aborted is not None and entry.has_producer_id:
+                while pending and pending[0][0] <= entry.last_offset:
+                    aborting.add(heapq.heappop(pending)[1])
+                if entry.is_control:
+                    if entry.producer_id in aborting and _is_abort_marker(entry):
+                        aborting.discard(entry.producer_id)
+                elif entry.is_transactional and entry.producer_id in aborting:
+                    next_offset = max(next_offset, min(entry.next_offset, high_watermark))
+                    continue
             if entry.is_control:
                 next_offset = max(next_offset, entry.next_offset)
                 continue
@@ -113,7 +150,11 @@ class Consumer:
         max_bytes: int = 50 * 1024 * 1024,
         max_partition_bytes: int = 1024 * 1024,
         request_timeout: float = 30.0,
+        isolation_level: int = READ_UNCOMMITTED,
     ):
+        if isolation_level not in (READ_UNCOMMITTED, READ_COMMITTED):
+            raise ValueError(f"isolation_level must be 0 or 1, not {isolation_level!r}")
+        self.isolation_level = isolation_level
         self.cluster = cluster
         self.max_wait = max_wait
         self.min_bytes = min_bytes
@@ -190,7 +231,7 @@ class Consumer:
             "max_wait": datetime.timedelta(seconds=wait),
             "min_bytes": self.min_bytes,
             "max_bytes": self.max_bytes,
-            "isolation_level": 0,
+            "isolation_level": self.isolation_level,
             "session_id": 0,
             "session_epoch": -1,  # a full fetch, no session
             "topics": [Nested("FetchTopic", topic=t, partitions=ps) for t, ps in by_topic.items()],
@@ -223,8 +264,16 @@ class Consumer:
         if code != ErrorCode.none:
             return KafkaResponseError(code, None, f"{tp[0]}-{tp[1]}")
         high_watermark = int(part.high_watermark)
+        stable = int(getattr(part, "last_stable_offset", -1))
+        limit, aborted = high_watermark, None
+        if self.isolation_level == READ_COMMITTED:
+            limit = stable if 0 <= stable <= high_watermark else high_watermark
+            aborted = [
+                (int(a.producer_id), int(a.first_offset))
+                for a in (getattr(part, "aborted_transactions", None) or ())
+            ]
         try:
-            records, next_offset = decode_partition(*tp, part.records, offset, high_watermark)
+            records, next_offset = decode_partition(*tp, part.records, offset, limit, aborted)
         except CorruptRecordError as exc:
             return KafkaResponseError(ErrorCode.corrupt_message, str(exc), f"{tp[0]}-{tp[1]}")
         return PartitionData(
@@ -235,8 +284,16 @@ class Consumer:
             next_offset,
             high_watermark,
             int(getattr(part, "log_start_offset", -1)),
-            int(getattr(part, "last_stable_offset", -1)),
+            stable,
         )
+
+    def readable_end(self, answer: PartitionData) -> int:
+        """Where this consumer's reads stop: the high watermark, or for read_committed the
+        last stable offset."""
+        stable = answer.last_stable_offset
+        if self.isolation_level == READ_COMMITTED and 0 <= stable <= answer.high_watermark:
+            return stable
+        return answer.high_watermark
 
     # Ranges for batch jobs -------------------------------------------------------------
     async def iter_range(
@@ -260,16 +317,19 @@ class Consumer:
             if answer.next_offset > position:
                 position = answer.next_offset
                 continue
-            # Nothing at or after `position` below the high watermark: compacted away.
-            if answer.high_watermark >= end:
+            # Nothing at or after `position` below the high watermark (the last stable
+            # offset for read_committed): compacted away.
+            readable = self.readable_end(answer)
+            if readable >= end:
                 return
-            if answer.high_watermark > position:
-                position = answer.high_watermark
+            if readable > position:
+                position = readable
                 continue
             if time.monotonic() > deadline:
+                what = "last stable offset" if self.isolation_level else "high watermark"
                 raise KafkaTimeoutError(
                     f"{topic}-{partition}: offsets up to {end} requested, "
-                    f"high watermark is {answer.high_watermark} after {timeout}s"
+                    f"{what} is {readable} after {timeout}s"
                 )
 
     async def fetch_range(

@@ -48,6 +48,9 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     50: VersionRange(0, 0),  # DescribeUserScramCredentials
     51: VersionRange(0, 0),  # AlterUserScramCredentials
     60: VersionRange(0, 1),  # DescribeCluster
+    61: VersionRange(0, 0),  # DescribeProducers
+    65: VersionRange(0, 0),  # DescribeTransactions
+    66: VersionRange(0, 1),  # ListTransactions
 }
 
 API_NAMES = {
@@ -81,6 +84,9 @@ API_NAMES = {
     50: "DescribeUserScramCredentials",
     51: "AlterUserScramCredentials",
     60: "DescribeCluster",
+    61: "DescribeProducers",
+    65: "DescribeTransactions",
+    66: "ListTransactions",
 }
 
 
