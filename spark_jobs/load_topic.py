@@ -28,8 +28,11 @@ if __package__ in (None, ""):  # run as a file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_jobs.load_log import LoadLog
+from spark_jobs.offsets import isolation_level
 from spark_jobs.security import client_security, options_from_properties
 from spark_jobs.session import RESULT, ProgressReporter, build_session, emit
+
+READ_COMMITTED = 1
 
 LOAD_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
@@ -99,6 +102,13 @@ def plan(args: argparse.Namespace, log: LoadLog) -> dict[int, dict[str, int]]:
     ) as client:
         earliest = client.admin.earliest_offsets(args.topic)
         latest = client.admin.high_watermarks(args.topic)
+        if isolation_level(options) == READ_COMMITTED:
+            # Up to the last stable offset: an open transaction's records are read by the
+            # next load, once decided (committed ones then, aborted ones never).
+            stable = client.admin.list_offsets(
+                {(args.topic, p): "latest" for p in latest}, isolation_level=READ_COMMITTED
+            )
+            latest = {p: found.offset for (_t, p), found in stable.items()}
         at_time = (
             client.admin.offsets_for_time(args.topic, args.from_timestamp)
             if args.from_timestamp is not None

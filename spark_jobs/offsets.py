@@ -5,7 +5,9 @@ The options are Spark's Kafka source options: `subscribe`, `subscribePattern` or
 `{"topic": {"0": 23, "1": -2}}` where -2 is earliest and -1 latest); `startingTimestamp`,
 `startingOffsetsByTimestamp`, `endingTimestamp`, `endingOffsetsByTimestamp` (resolved with
 ListOffsets by timestamp); `maxRecordsPerPartition` and `minPartitions` (splitting);
-`failOnDataLoss`. Every range ends at or below the high watermark.
+`failOnDataLoss`; `kafka.isolation.level` (read_committed, the default here, or
+read_uncommitted). Every range ends at or below the high watermark, and for read_committed
+at or below the last stable offset (no open transaction's records are read).
 """
 
 from __future__ import annotations
@@ -48,6 +50,21 @@ def option(options: Mapping[str, str], name: str, default: str | None = None) ->
     return options.get(name.lower(), default)
 
 
+ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
+DEFAULT_ISOLATION = "read_committed"
+
+
+def isolation_level(options: Mapping[str, str]) -> int:
+    """`kafka.isolation.level` as Spark's Kafka source names it: 1 for read_committed (the
+    default: aborted records and markers are never read), 0 for read_uncommitted."""
+    value = (option(options, "kafka.isolation.level", DEFAULT_ISOLATION) or "").strip().lower()
+    if value not in ISOLATION_LEVELS:
+        raise OptionError(
+            f"kafka.isolation.level must be read_committed or read_uncommitted, not {value!r}"
+        )
+    return ISOLATION_LEVELS[value]
+
+
 def subscribed_topics(client: SyncClient, options: Mapping[str, str]) -> list[str]:
     chosen = [name for name in ("subscribe", "subscribePattern", "assign") if option(options, name)]
     if len(chosen) != 1:
@@ -80,7 +97,8 @@ def plan_ranges(client: SyncClient, options: Mapping[str, str]) -> list[OffsetRa
     if not partitions:
         return []
     earliest = _listed(client, dict.fromkeys(partitions, "earliest"))
-    latest = _listed(client, dict.fromkeys(partitions, "latest"))
+    # "latest" under read_committed is the last stable offset (ListOffsets isolation 1).
+    latest = _listed(client, dict.fromkeys(partitions, "latest"), isolation_level(options))
     starts = _resolve(client, options, "starting", partitions, earliest, latest, EARLIEST)
     ends = _resolve(client, options, "ending", partitions, earliest, latest, LATEST)
     fail_on_data_loss = (option(options, "failOnDataLoss", "true") or "true").lower() != "false"
@@ -216,5 +234,6 @@ def _int_option(options: Mapping[str, str], name: str, default: int) -> int:
         raise OptionError(f"{name} must be an integer") from None
 
 
-def _listed(client: SyncClient, specs: dict) -> dict[TopicPartition, int]:
-    return {tp: listed.offset for tp, listed in client.admin.list_offsets(specs).items()}
+def _listed(client: SyncClient, specs: dict, isolation: int = 0) -> dict[TopicPartition, int]:
+    listed = client.admin.list_offsets(specs, isolation_level=isolation)
+    return {tp: found.offset for tp, found in listed.items()}

@@ -18,7 +18,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from brokerd.client import ConsumerRecord, OffsetOutOfRangeError, SyncClient
 
-from .offsets import OffsetRange, option, plan_ranges
+from .offsets import OffsetRange, isolation_level, option, plan_ranges
 from .security import client_security
 
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -80,6 +80,7 @@ class KafkaRangeReader(DataSourceReader):
             option(self.options, "kafka.max.partition.fetch.bytes", str(8 * 1024 * 1024))
         )
         self.fail_at = option(self.options, FAIL_OPTION)
+        self.isolation_level = isolation_level(self.options)
 
     def partitions(self) -> list[RangePartition]:
         with SyncClient(self.servers, **client_options(self.options)) as client:
@@ -95,7 +96,9 @@ class KafkaRangeReader(DataSourceReader):
             return
         failure = self._injected_failure(r)
         with SyncClient(self.servers, **client_options(self.options)) as client:
-            consumer = client.consumer(max_partition_bytes=self.partition_bytes)
+            consumer = client.consumer(
+                max_partition_bytes=self.partition_bytes, isolation_level=self.isolation_level
+            )
             for chunk in _records(client, consumer, r, self.options):
                 if failure is not None and chunk[-1].offset >= failure[0]:
                     before = [rec for rec in chunk if rec.offset < failure[0]]
