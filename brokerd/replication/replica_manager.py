@@ -96,7 +96,11 @@ class ReplicaManager:
         self.leadership_listeners: list = []
         self.purgatory = FetchPurgatory()
         self.produce_purgatory = ProducePurgatory()
-        self.fetchers = ReplicaFetcherManager(local_id, settings, self._peer_endpoint, security_for)
+        # A follower's failed write takes its log dir offline at once (fail_dir, on the
+        # fetcher's worker thread), as a leader's failed append does.
+        self.fetchers = ReplicaFetcherManager(
+            local_id, settings, self._peer_endpoint, security_for, log_manager.fail_dir
+        )
         self.controller_epoch = 0  # the highest seen; older controllers are refused
         # callables(expand: bool) after this broker changed a led partition's ISR.
         self.isr_change_listeners: list[Callable[[bool], None]] = []

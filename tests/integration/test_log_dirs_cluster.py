@@ -13,6 +13,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests.cluster.conftest import Cluster
+from tests.integration.wire import WireClient, nested, request
 
 
 def test_leadership_moves_off_a_failed_dir(zookeeper, tmp_path_factory):
@@ -121,5 +122,117 @@ def test_leadership_moves_off_a_failed_dir(zookeeper, tmp_path_factory):
     finally:
         stop.set()
         producer.close()
+        admin.close()
+        cluster.kill_all()
+
+
+def _offline_replicas(bootstrap: str, topic: str) -> tuple[dict, dict]:
+    """{partition: offline replicas} from Metadata v12 and from DescribeTopicPartitions."""
+    with WireClient(bootstrap) as client:
+        meta = client.call(
+            request(
+                3,
+                12,
+                topics=(nested(3, 12, "MetadataRequestTopic", name=topic, topic_id=None),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )
+        described = client.call(
+            request(
+                75,
+                0,
+                topics=(nested(75, 0, "TopicRequest", name=topic),),
+                response_partition_limit=2000,
+                cursor=None,
+            )
+        )
+    by_metadata = {
+        p.partition_index: sorted(p.offline_replicas) for t in meta.topics for p in t.partitions
+    }
+    by_describe = {
+        p.partition_index: sorted(p.offline_replicas)
+        for t in described.topics
+        for p in t.partitions
+    }
+    return by_metadata, by_describe
+
+
+def test_a_followers_failed_write_takes_its_dir_offline_at_once(zookeeper, tmp_path_factory):
+    """Broker 2 follows 4 partitions led by broker 1, two on each of its dirs. One dir is
+    replaced by a file; the follower's next segment roll there fails. The dir goes offline
+    then (not at the next offset checkpoint, 10 minutes away here): DescribeLogDirs answers
+    KAFKA_STORAGE_ERROR for it, and both brokers' Metadata and DescribeTopicPartitions name
+    replica 2 in offline_replicas for its partitions alone, while broker 2 stays live."""
+    cluster = Cluster(
+        zookeeper,
+        tmp_path_factory,
+        size=2,
+        default_replication_factor="2",
+        min_insync_replicas="1",
+        offsets_topic_replication_factor="2",
+        log_flush_offset_checkpoint_interval_ms="600000",
+    )
+    victim = cluster.brokers[2]
+    victim.props["log.dirs"] = f"{victim.dir / 'd0'},{victim.dir / 'd1'}"
+    cluster.start()
+    topic = "follower-dir-failure"
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    victim_admin = KafkaAdminClient(bootstrap_servers=victim.bootstrap)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks=1, linger_ms=5)
+    try:
+        admin.create_topics(
+            [
+                NewTopic(
+                    topic,
+                    replica_assignments={p: [1, 2] for p in range(4)},
+                    topic_configs={"segment.bytes": "2048"},
+                )
+            ]
+        )
+        cluster.wait_full_isr(topic, 4)
+        for p in range(4):
+            producer.send(topic, value=b"before", partition=p)
+        producer.flush()
+
+        def dirs_of_victim() -> dict[str, dict]:
+            (answer,) = victim_admin.describe_log_dirs(brokers=[2])
+            return {r["log_dir"]: r for r in answer["log_dirs"]}
+
+        placed = {
+            p["partition_index"]: log_dir
+            for log_dir, result in dirs_of_victim().items()
+            for t in result["topics"]
+            if t["name"] == topic
+            for p in t["partitions"]
+        }
+        failing = str(victim.dir / "d0")
+        on_failing = {p for p, d in placed.items() if d == failing}
+        assert len(on_failing) == 2 and len(placed) == 4, placed
+        assert _offline_replicas(victim.bootstrap, topic)[0] == {p: [] for p in range(4)}
+
+        (victim.dir / "d0").rename(victim.dir / "d0.broken")
+        (victim.dir / "d0").write_text("not a directory any more")
+        value = b"x" * 200
+        deadline = time.monotonic() + 60
+        while dirs_of_victim()[failing]["error_code"] != 56:
+            assert time.monotonic() < deadline, "the follower's dir did not go offline"
+            for p in range(4):
+                producer.send(topic, value=value, partition=p)
+            producer.flush()
+            time.sleep(0.1)
+        assert dirs_of_victim()[str(victim.dir / "d1")]["error_code"] == 0
+        assert "a follower's write failed" in victim.output
+
+        expected = {p: [2] if p in on_failing else [] for p in range(4)}
+        for broker in cluster.brokers.values():
+            deadline = time.monotonic() + 30
+            while (found := _offline_replicas(broker.bootstrap, topic)) != (expected, expected):
+                assert time.monotonic() < deadline, (broker.broker_id, found, expected)
+                time.sleep(0.2)
+        assert victim.alive()
+    finally:
+        producer.close()
+        victim_admin.close()
         admin.close()
         cluster.kill_all()
