@@ -55,6 +55,10 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    # The group's own consumer.session.timeout.ms / consumer.heartbeat.interval.ms (the
+    # GROUP config resource), None for the broker's group.consumer.* defaults.
+    session_timeout_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,11 +83,15 @@ class ConsumerGroups:
         self.check_group = check_group
         self.assignors = configured_assignors(config.group_consumer_assignors)
 
-    # Settings (per group configs come later; the broker's for now) ---------------------
-    def session_timeout_ms(self, group_id: str) -> int:
+    # Settings: the group's configs if it has them, else the broker's ---------------------
+    def session_timeout_ms(self, req: HeartbeatRequest) -> int:
+        if req.session_timeout_ms is not None:
+            return req.session_timeout_ms
         return self.config.group_consumer_session_timeout_ms
 
-    def heartbeat_interval_ms(self, group_id: str) -> int:
+    def heartbeat_interval_ms(self, req: HeartbeatRequest) -> int:
+        if req.heartbeat_interval_ms is not None:
+            return req.heartbeat_interval_ms
         return self.config.group_consumer_heartbeat_interval_ms
 
     def _partition_counts(self, topics: set[str]) -> dict[str, int]:
@@ -144,7 +152,7 @@ class ConsumerGroups:
             if counts != cg.topic_partitions:
                 cg.bump_and_assign(counts)
         cg.reconcile(member, req.owned)
-        self._schedule(group, member)
+        self._schedule(group, member, self.session_timeout_ms(req))
         full = req.member_epoch == 0 or (
             req.rebalance_timeout_ms != -1 and req.subscribed is not None and req.owned is not None
         )
@@ -154,7 +162,7 @@ class ConsumerGroups:
             None,
             member.member_id,
             member.member_epoch,
-            self.heartbeat_interval_ms(req.group_id),
+            self.heartbeat_interval_ms(req),
             member.assigned if full or changed else None,
         )
 
@@ -285,12 +293,12 @@ class ConsumerGroups:
             cg.topic_partitions = {}
             group.state_timestamp_ms = now_ms()  # offsets of an empty group age from now
 
-    def _schedule(self, group: Group, member: ConsumerMember) -> None:
+    def _schedule(self, group: Group, member: ConsumerMember, session_timeout_ms: int) -> None:
         loop = asyncio.get_running_loop()
         if member.session_timer is not None:
             member.session_timer.cancel()
         member.session_timer = loop.call_later(
-            self.session_timeout_ms(group.group_id) / 1000,
+            session_timeout_ms / 1000,
             self._expire,
             group,
             member,

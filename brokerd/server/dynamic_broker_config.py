@@ -13,6 +13,7 @@ from typing import Any
 
 from brokerd.config import BrokerConfig
 from brokerd.coordination import zk_data
+from brokerd.coordination.group_configs import GroupConfigStore
 from brokerd.coordination.zk_client import ZkClient
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,8 @@ class DynamicBrokerConfigs:
         self._on_reloaded = on_reloaded  # e.g. logs take the new defaults
         self._armed: set[str] = set()  # paths with a watch pending (a watch fires once)
         self._closed = False
+        # The GROUP entities' configs (KIP-848's per-group consumer.* settings).
+        self.groups = GroupConfigStore(zk_client)
 
     async def load(self) -> None:
         """Read both entities (watching them) into the broker's config layers."""
@@ -64,6 +67,7 @@ class DynamicBrokerConfigs:
     def close(self) -> None:
         """Shutting down: a watch that fires from now on reloads nothing."""
         self._closed = True
+        self.groups.shutdown()
 
     async def _changed(self) -> None:
         await self.load()

@@ -32,6 +32,10 @@ from brokerd.config import (
 from brokerd.config import catalog as config_catalog
 from brokerd.config.security import APPLIED_SECURITY_CONFIGS
 from brokerd.coordination import zk_data
+from brokerd.coordination.group_configs import (
+    CONSUMER_HEARTBEAT_INTERVAL_MS,
+    CONSUMER_SESSION_TIMEOUT_MS,
+)
 from brokerd.protocol.errors import ErrorCode, KafkaError, error_code_of
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
@@ -45,6 +49,8 @@ log = logging.getLogger(__name__)
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32  # KIP-848's per-group configs
+SOURCE_DYNAMIC_GROUP = 8  # Kafka's DYNAMIC_GROUP_CONFIG
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _LIST_OPERATIONS = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -272,6 +278,120 @@ def _check_access(ctx: HandlerContext, resource, operation: AclOperation) -> Non
     elif resource.resource_type in (BROKER, BROKER_LOGGER):
         if not ctx.auth.cluster(operation):
             raise KafkaError(ErrorCode.cluster_authorization_failed)
+    elif resource.resource_type == GROUP:
+        if not ctx.auth.group(operation, resource.resource_name):
+            raise KafkaError(ErrorCode.group_authorization_failed)
+
+
+# GROUP (32): Kafka's GroupConfig, the consumer group ones, defaulting to the broker's.
+_GROUP_CONFIGS = {
+    CONSUMER_HEARTBEAT_INTERVAL_MS: (
+        "group.consumer.heartbeat.interval.ms",
+        "The heartbeat interval given to the members.",
+    ),
+    CONSUMER_SESSION_TIMEOUT_MS: (
+        "group.consumer.session.timeout.ms",
+        "The timeout to detect client failures when using the consumer group protocol.",
+    ),
+}
+
+
+def _broker_group_default(ctx: HandlerContext, name: str) -> int:
+    groups = ctx.config.groups
+    if name == CONSUMER_SESSION_TIMEOUT_MS:
+        return groups.group_consumer_session_timeout_ms
+    return groups.group_consumer_heartbeat_interval_ms
+
+
+def describe_group(ctx: HandlerContext, stored: Mapping[str, str], keys, include_synonyms: bool):
+    entries = []
+    for name, (broker_name, documentation) in sorted(_GROUP_CONFIGS.items()):
+        if keys and name not in keys:
+            continue
+        default = str(_broker_group_default(ctx, name))
+        synonyms: list[tuple[str, str | None, int]] = []
+        if name in stored:
+            synonyms.append((name, stored[name], SOURCE_DYNAMIC_GROUP))
+        synonyms.append((broker_name, default, SOURCE_DEFAULT))
+        entries.append(
+            ConfigEntry(
+                name,
+                stored.get(name, default),
+                SOURCE_DYNAMIC_GROUP if name in stored else SOURCE_DEFAULT,
+                read_only=False,
+                sensitive=False,
+                type_id=TYPE_IDS.get("int", 0),
+                documentation=documentation,
+                synonyms=synonyms if include_synonyms else [],
+            )
+        )
+    return entries
+
+
+def _validate_group_configs(ctx: HandlerContext, configs: Mapping[str, str]) -> None:
+    """Kafka's GroupConfig.validate: known names, ints, within the broker's bounds, and the
+    heartbeat interval below the session timeout."""
+    groups = ctx.config.groups
+    values: dict[str, int] = {}
+    for name, value in configs.items():
+        if name not in _GROUP_CONFIGS:
+            raise KafkaError(ErrorCode.invalid_config, f"Unknown group config name: {name}")
+        try:
+            values[name] = int(value)
+        except (TypeError, ValueError):
+            raise KafkaError(
+                ErrorCode.invalid_config,
+                f"Invalid value {value} for configuration {name}: Not a number of type INT",
+            ) from None
+    bounds: dict[str, tuple[str, int, str, int]] = {
+        CONSUMER_SESSION_TIMEOUT_MS: (
+            "group.consumer.min.session.timeout.ms",
+            groups.group_consumer_min_session_timeout_ms,
+            "group.consumer.max.session.timeout.ms",
+            groups.group_consumer_max_session_timeout_ms,
+        ),
+        CONSUMER_HEARTBEAT_INTERVAL_MS: (
+            "group.consumer.min.heartbeat.interval.ms",
+            groups.group_consumer_min_heartbeat_interval_ms,
+            "group.consumer.max.heartbeat.interval.ms",
+            groups.group_consumer_max_heartbeat_interval_ms,
+        ),
+    }
+    for name, number in values.items():
+        low_name, low, high_name, high = bounds[name]
+        if number < low:
+            raise KafkaError(
+                ErrorCode.invalid_config, f"{name} must be greater than or equal to {low_name}"
+            )
+        if number > high:
+            raise KafkaError(
+                ErrorCode.invalid_config, f"{name} must be less than or equal to {high_name}"
+            )
+    session = values.get(CONSUMER_SESSION_TIMEOUT_MS, groups.group_consumer_session_timeout_ms)
+    heartbeat = values.get(
+        CONSUMER_HEARTBEAT_INTERVAL_MS, groups.group_consumer_heartbeat_interval_ms
+    )
+    if heartbeat >= session:
+        raise KafkaError(
+            ErrorCode.invalid_config,
+            f"{CONSUMER_HEARTBEAT_INTERVAL_MS} must be less than {CONSUMER_SESSION_TIMEOUT_MS}",
+        )
+
+
+async def _alter_group(ctx: HandlerContext, resource, new_configs_of, validate_only: bool) -> None:
+    group_id = resource.resource_name
+    if not group_id:
+        raise KafkaError(ErrorCode.invalid_request, "The group id must not be empty.")
+    store = ctx.dynamic_configs.groups
+    current = dict(await store.ensure(group_id))
+
+    def group_type(name: str) -> str | None:
+        return "int" if name in _GROUP_CONFIGS else None
+
+    updated = new_configs_of(current, group_type, lambda _name: None)
+    _validate_group_configs(ctx, updated)
+    if not validate_only:
+        await store.alter(group_id, updated)
 
 
 def _describe_one(ctx: HandlerContext, resource, include_synonyms: bool):
@@ -287,6 +407,9 @@ def _describe_one(ctx: HandlerContext, resource, include_synonyms: bool):
         entity = _broker_entity(ctx, resource.resource_name)
         per_broker = entity != zk_data.DEFAULT_BROKER_ENTITY
         return describe_broker(ctx, keys, include_synonyms, per_broker)
+    if resource.resource_type == GROUP:
+        stored = ctx.dynamic_configs.groups.values(resource.resource_name)
+        return describe_group(ctx, stored, keys, include_synonyms)
     raise KafkaError(
         ErrorCode.invalid_request, f"Unsupported resource type: {resource.resource_type}"
     )
@@ -301,6 +424,8 @@ async def handle_describe_configs(ctx: HandlerContext, request: Request):
     for resource in body.resources:
         error, message, entries = ErrorCode.none, None, []
         try:
+            if resource.resource_type == GROUP and resource.resource_name:
+                await ctx.dynamic_configs.groups.ensure(resource.resource_name)
             entries = _describe_one(ctx, resource, include_synonyms)
         except Exception as exc:  # noqa: BLE001 - per-resource answer
             error, message = error_code_of(exc), getattr(exc, "message", None)
@@ -498,6 +623,8 @@ async def _alter(ctx: HandlerContext, resource, new_configs_of, validate_only: b
         await _alter_topic(ctx, resource, new_configs_of, validate_only)
     elif resource.resource_type == BROKER:
         await _alter_broker(ctx, resource, new_configs_of, validate_only)
+    elif resource.resource_type == GROUP:
+        await _alter_group(ctx, resource, new_configs_of, validate_only)
     else:
         raise KafkaError(
             ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}"

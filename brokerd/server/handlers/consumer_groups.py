@@ -13,6 +13,10 @@ import datetime
 import uuid
 from collections.abc import Mapping
 
+from brokerd.coordination.group_configs import (
+    CONSUMER_HEARTBEAT_INTERVAL_MS,
+    CONSUMER_SESSION_TIMEOUT_MS,
+)
 from brokerd.coordination.zk_data import kafka_uuid_to_uuid, uuid_to_kafka
 from brokerd.groups.consumer_group_coordinator import HeartbeatRequest
 from brokerd.protocol.errors import ErrorCode
@@ -36,6 +40,13 @@ def _ms(value) -> int:
 def _client_host() -> str:
     peer = current_peer.get()
     return f"/{peer[0]}" if peer else ""
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None  # validated when set; a hand-edited znode falls back to the default
 
 
 def _topic_id(ctx: HandlerContext, name: str) -> uuid.UUID | None:
@@ -102,6 +113,8 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
                 E.topic_authorization_failed,
                 f"The group has subscribed to topics: {denied} which are not authorized.",
             )
+    # The group's own settings (the GROUP config resource): read once, then watched.
+    group_configs = await ctx.dynamic_configs.groups.ensure(body.group_id) if body.group_id else {}
     result = ctx.groups.consumer.heartbeat(
         HeartbeatRequest(
             group_id=body.group_id,
@@ -116,6 +129,8 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
             client_id=request.client_id or "",
             client_host=_client_host(),
             version=request.api_version,
+            session_timeout_ms=_int_or_none(group_configs.get(CONSUMER_SESSION_TIMEOUT_MS)),
+            heartbeat_interval_ms=_int_or_none(group_configs.get(CONSUMER_HEARTBEAT_INTERVAL_MS)),
         )
     )
     if result.error:
