@@ -15,7 +15,7 @@ from kio.serial import entity_reader
 
 from brokerd.protocol import bounds
 
-from .errors import ErrorCode, KafkaResponseError, check, error_code
+from .errors import ErrorCode, KafkaClientError, KafkaResponseError, check, error_code
 from .requests import Nested
 from .results import (
     CommittedOffset,
@@ -35,6 +35,7 @@ DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
+CONSUMER_GROUP_DESCRIBE = 69
 
 _read_assignment = entity_reader(ConsumerProtocolAssignment)
 
@@ -90,6 +91,15 @@ class GroupAdmin:
                 lambda r: error_code(r.groups[0].error_code),
             )
             group = response.groups[0]
+            if group.error_code == ErrorCode.group_id_not_found or (
+                not group.error_code and group.group_state == "Dead"
+            ):
+                # Not a classic group: maybe a consumer group of the new protocol (KIP-848),
+                # which Kafka describes with ConsumerGroupDescribe only.
+                described = await self._describe_consumer_group(group_id)
+                if described is not None:
+                    results[group_id] = described
+                    continue
             if group.error_code:
                 results[group_id] = KafkaResponseError(group.error_code, None, group_id)
                 continue
@@ -112,6 +122,43 @@ class GroupAdmin:
                 await self.cluster.coordinator_for(group_id),
             )
         return raise_for_errors(results)
+
+    async def _describe_consumer_group(self, group_id: str) -> GroupDescription | None:
+        """A KIP-848 group through ConsumerGroupDescribe (69); None when it is none (or the
+        broker predates the API)."""
+        try:
+            response = await self.cluster.call_coordinator(
+                group_id,
+                CONSUMER_GROUP_DESCRIBE,
+                {"group_ids": [group_id], "include_authorized_operations": False},
+                lambda r: error_code(r.groups[0].error_code),
+            )
+        except KafkaClientError:  # UnsupportedVersionError from a broker without it
+            return None
+        group = response.groups[0]
+        if group.error_code:
+            return None
+        return GroupDescription(
+            group.group_id,
+            group.group_state,
+            "consumer",
+            group.assignor_name,
+            tuple(
+                MemberDescription(
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    tuple(
+                        (tp.topic_name, int(p))
+                        for tp in m.assignment.topic_partitions
+                        for p in tp.partitions
+                    ),
+                )
+                for m in group.members
+            ),
+            await self.cluster.coordinator_for(group_id),
+        )
 
     async def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None = None

@@ -51,6 +51,7 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     61: VersionRange(0, 0),  # DescribeProducers
     65: VersionRange(0, 0),  # DescribeTransactions
     66: VersionRange(0, 1),  # ListTransactions
+    69: VersionRange(0, 1),  # ConsumerGroupDescribe (KIP-848 groups)
 }
 
 API_NAMES = {
@@ -87,6 +88,7 @@ API_NAMES = {
     61: "DescribeProducers",
     65: "DescribeTransactions",
     66: "ListTransactions",
+    69: "ConsumerGroupDescribe",
 }
 
 

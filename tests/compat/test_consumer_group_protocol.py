@@ -225,3 +225,29 @@ def test_commits_of_a_consumer_group_are_fetched_by_any_consumer(kip848_broker, 
         assert {tp.partition: tp.offset for tp in found} == {0: 10, 1: 10}
     finally:
         consumer.close()
+
+
+def test_groups_cli_describes_a_consumer_group(kip848_broker, topic_name):
+    from tests.integration.test_groups_cli import groups_cli, table
+
+    bootstrap = kip848_broker.bootstrap
+    create_topic(bootstrap, topic_name, 2)
+    produce(bootstrap, topic_name, 10, 2)
+    group = group_id()
+    one = member(bootstrap, group, topic_name, commit=True, client_id="cli-848")
+    try:
+        wait_for(
+            lambda: (
+                len(one.records) == 10
+                and committed(bootstrap, group, topic_name, 2) == {0: 5, 1: 5}
+            ),
+            60,
+            "10 records consumed and committed",
+            lambda: group_story([one], kip848_broker.output),
+        )
+        assert group in groups_cli(bootstrap, "--list").stdout.split()
+        rows = table(groups_cli(bootstrap, "--describe", "--group", group).stdout)
+        assert [r[:6] for r in rows] == [[group, topic_name, str(p), "5", "5", "0"] for p in (0, 1)]
+        assert all(r[-1] == "cli-848" and r[-2] == "/127.0.0.1" for r in rows), rows
+    finally:
+        one.terminate()
