@@ -9,18 +9,30 @@ fetch re-reads the logs and parks again if there is still too little.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from brokerd.protocol.errors import ErrorCode
 
 Key = Any  # (topic, partition)
 
+# The change journal's length (see FetchPurgatory.changes_since): a fetch session that fell
+# further behind than this walks all its partitions once.
+CHANGE_JOURNAL = 65536
+
 
 class FetchPurgatory:
     def __init__(self) -> None:
         self._watchers: dict[Key, set[asyncio.Future]] = {}
         self._all: set[asyncio.Future] = set()
+        # Parked session fetches: woken by a change to any partition their test accepts
+        # (a follower's session of 10,000 partitions registers once, not 10,000 times).
+        self._any_of: dict[asyncio.Future, Callable[[Key], bool]] = {}
+        # Every notified partition in order, numbered: a fetch session reads only the
+        # partitions changed since its last answer (changes_since).
+        self.change_seq = 0
+        self._changes: deque[tuple[int, Key]] = deque(maxlen=CHANGE_JOURNAL)
         self.closed = False
 
     async def wait(self, keys: Iterable[Key], timeout: float) -> bool:
@@ -46,10 +58,52 @@ class FetchPurgatory:
                     if not watchers:
                         del self._watchers[key]
 
+    async def wait_any(self, wanted: Callable[[Key], bool], timeout: float) -> bool:
+        """Wait until a partition `wanted` accepts is notified (True) or the timeout."""
+        if self.closed or timeout <= 0:
+            return False
+        waiter = asyncio.get_running_loop().create_future()
+        self._any_of[waiter] = wanted
+        self._all.add(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._all.discard(waiter)
+            self._any_of.pop(waiter, None)
+
     def notify(self, key: Key) -> None:
+        """An append, a HW move or a leadership change of `key`."""
+        self.change_seq += 1
+        self._changes.append((self.change_seq, key))
         for waiter in self._watchers.pop(key, ()):
             if not waiter.done():
                 waiter.set_result(None)
+        if self._any_of:
+            for waiter, wanted in list(self._any_of.items()):
+                if not waiter.done() and wanted(key):
+                    waiter.set_result(None)
+
+    def notify_many(self, keys: Iterable[Key]) -> None:
+        for key in keys:
+            self.notify(key)
+
+    def changes_since(self, seq: int) -> list[Key] | None:
+        """The partitions notified after change number `seq` (repeats possible), newest
+        first; None when the journal no longer reaches back that far."""
+        if seq >= self.change_seq:
+            return []
+        changes = self._changes
+        if not changes or changes[0][0] > seq + 1:
+            return None
+        keys = []
+        for number, key in reversed(changes):
+            if number <= seq:
+                break
+            keys.append(key)
+        return keys
 
     def wake_all(self) -> None:
         """Shutdown: every parked fetch answers now with what it has."""

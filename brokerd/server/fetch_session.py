@@ -13,6 +13,16 @@ any consumer's session or one created over 120 s ago, a consumer's session only 
 over 120 s ago, and either only a session less valuable than itself (a consumer's before a
 follower's, then fewer partitions). Nothing evictable: the fetch is answered without a
 session (session id 0) and the fetcher keeps sending full fetches.
+
+An incremental fetch reads only what may have changed since the session's last answer, not
+every partition of the session: the partitions it lists, those the fetch purgatory was told
+of since (appends, HW moves, leadership changes: FetchPurgatory.changes_since) and those
+still `pending` (their last read had data, an error, or was cut by max_bytes). A parked
+fetch waits once for any of its session's partitions (FetchPurgatory.wait_any). An idle
+follower of 10,000 partitions therefore costs O(1) per fetch. Every `sweep` seconds (a
+third of replica.lag.time.max.ms, at most SWEEP_S) one fetch reads the whole session: what
+no notification covers (a log start offset moved by retention) gets there, and a quiet
+follower's caught-up time is renewed before the ISR check would find it stale.
 """
 
 from __future__ import annotations
@@ -32,6 +42,8 @@ NO_SESSION = 0
 # Kafka's FetchManager: sessions younger than this are not evicted (unless by a follower's
 # session, for a consumer's), and one unused for this long is stale and evicted first.
 EVICTION_MS = 120_000
+# The longest a fetch session goes between two reads of all its partitions.
+SWEEP_S = 10.0
 
 
 @dataclass
@@ -52,6 +64,12 @@ class FetchSession:
     partitions: OrderedDict = field(default_factory=OrderedDict)  # (topic, p) -> state
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
+    # Partitions to read at the next fetch whatever the notifications say (an ordered set:
+    # those that got data move to its end, so a max_bytes cut starves none), the change
+    # number of the purgatory's journal read up to, and when to read everything again.
+    pending: dict = field(default_factory=dict)
+    seen_seq: int = 0
+    sweep_due: float = 0.0
 
     def eviction_key(self) -> tuple[bool, int, int]:
         """Kafka's EvictableKey: the smallest is evicted first."""
@@ -65,6 +83,9 @@ class FetchSessionCache:
         self.evictions = 0
         self._clock = clock
         self._ids = itertools.count(random.randrange(1, 1 << 20))
+        # Whether leadership changes reach the fetch purgatory's journal (handle_fetch
+        # wires it at its first fetch).
+        self.leadership_tracked = False
 
     def new_session(self, privileged: bool = False, size: int = 0) -> FetchSession | None:
         """A new session for a full fetch of `size` partitions, or None when the cache is

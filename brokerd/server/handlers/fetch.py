@@ -20,7 +20,14 @@ from brokerd.security.acl import AclOperation, ResourceType
 
 from ..cluster_action import request_from_broker
 from ..connection import ResponseParts
-from ..fetch_session import FINAL_EPOCH, INITIAL_EPOCH, NO_SESSION, SessionPartition
+from ..fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    NO_SESSION,
+    SWEEP_S,
+    FetchSession,
+    SessionPartition,
+)
 from .context import HandlerContext
 
 log = logging.getLogger(__name__)
@@ -40,6 +47,8 @@ class PartitionResult:
     region: Any = None  # a file region (file, position, length) or None
     # read_committed: (producer id, first offset) of the aborted transactions in the range.
     aborted_transactions: list[tuple[int, int]] | None = None
+    # Read without error up to the end the fetcher may see: nothing more until notified.
+    caught_up: bool = False
 
     @property
     def size(self) -> int:
@@ -96,10 +105,24 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
     except KafkaError as exc:
         return _encode(request, exc.error_code, NO_SESSION, [])
 
+    if not wanted:  # nothing listed, nothing in the session: nothing to read or wait for
+        return _encode(request, error, response_session_id, [], version=version)
     incremental = session is not None and epoch not in (INITIAL_EPOCH, FINAL_EPOCH)
+    purgatory = ctx.replicas.purgatory
+    if not sessions.leadership_tracked:
+        sessions.leadership_tracked = True
+        ctx.replicas.leadership_listeners.append(
+            lambda gained, lost: purgatory.notify_many(gained | lost)
+        )
+    seq = purgatory.change_seq
+    if incremental:
+        assert session is not None
+        wanted = _session_reads(ctx, session, requested, time.monotonic())
     denied = _unreadable(ctx, wanted, body.replica_id)  # ACLs: READ on each topic
     if denied:
         wanted = OrderedDict((k, v) for k, v in wanted.items() if k not in denied)
+    # What a parked fetch waits for: an incremental one, any partition of its session.
+    everything = session.partitions if incremental and session is not None else wanted
     max_wait = body.max_wait.total_seconds()
     deadline = time.monotonic() + max(max_wait, 0)
     max_bytes = min(getattr(body, "max_bytes", 0x7FFFFFFF), ctx.config.server.fetch_max_bytes)
@@ -109,22 +132,45 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
         total = sum(r.size for r in results)
         has_error = any(r.error != ErrorCode.none for r in results)
         remaining = deadline - time.monotonic()
-        if total >= body.min_bytes or has_error or remaining <= 0 or not wanted:
+        if total >= body.min_bytes or has_error or remaining <= 0 or not everything:
             break
         _release(results)  # not enough yet: read again after the wait
-        woken = await ctx.replicas.purgatory.wait(list(wanted), remaining)
-        if not woken and total == 0 and not ctx.replicas.purgatory.closed:
+        if incremental:
+            assert session is not None
+            # One wait for any partition of the session, not one registration each.
+            woken = await purgatory.wait_any(session.partitions.__contains__, remaining)
+        else:
+            woken = await purgatory.wait(list(wanted), remaining)
+        if not woken and total == 0 and not purgatory.closed:
             # max_wait passed without an append or a HW move in any of them: the answer
             # is the (empty) one already read, not a second pass over every partition.
             break
-        if ctx.replicas.purgatory.closed:
+        if incremental and not purgatory.closed:
+            assert session is not None
+            seq = purgatory.change_seq
+            wanted = _session_reads(ctx, session, requested, time.monotonic(), full=False)
+            if denied:
+                wanted = OrderedDict((k, v) for k, v in wanted.items() if k not in denied)
+            continue
+        if purgatory.closed:
             results = _read_all(ctx, wanted, max_bytes, body.replica_id, isolation)
             break
 
+    read = results
     if incremental:
         results = [r for r in results if _changed(wanted[(r.topic, r.partition)], r)]
     results.extend(PartitionResult(t, p, ErrorCode.topic_authorization_failed) for t, p in denied)
     if session is not None:
+        pending = session.pending
+        for r in read:
+            key = (r.topic, r.partition)
+            pending.pop(key, None)
+            if not r.caught_up and key in session.partitions:
+                pending[key] = None  # read again next time, after those not served now
+        pending.update(dict.fromkeys(denied))
+        session.seen_seq = seq
+        if not incremental:  # a new session read everything: no sweep due yet
+            session.sweep_due = time.monotonic() + _sweep_interval(ctx)
         for r in results:
             kept = session.partitions.get((r.topic, r.partition))
             if kept is not None:
@@ -134,6 +180,38 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
                 kept.last_high_watermark = r.high_watermark if ok else None
                 kept.last_log_start_offset = r.log_start_offset
     return _encode(request, error, response_session_id, results, isolation, version)
+
+
+def _session_reads(
+    ctx: HandlerContext,
+    session: FetchSession,
+    requested: OrderedDict,
+    now: float,
+    full: bool = True,
+) -> OrderedDict:
+    """The partitions an incremental fetch reads: those listed in it, those notified since
+    the session's last answer and those pending, in that session's order of need; all of
+    them when the journal no longer reaches back or the sweep is due (`full`)."""
+    partitions = session.partitions
+    changed = ctx.replicas.purgatory.changes_since(session.seen_seq)
+    if full and (changed is None or now >= session.sweep_due):
+        session.sweep_due = now + _sweep_interval(ctx)
+        return partitions
+    keys = dict.fromkeys(session.pending)
+    keys.update(dict.fromkeys(requested))
+    if changed is None:
+        keys.update(dict.fromkeys(partitions))
+    else:
+        keys.update(dict.fromkeys(changed))
+    return OrderedDict((key, partitions[key]) for key in keys if key in partitions)
+
+
+def _sweep_interval(ctx: HandlerContext) -> float:
+    """Seconds between two reads of a whole session: a third of replica.lag.time.max.ms
+    (a quiet follower's caught-up time is renewed well before the ISR check), at most
+    SWEEP_S."""
+    lag_s = ctx.replicas.settings.replica_lag_time_max_ms / 1000
+    return min(SWEEP_S, max(lag_s / 3, 0.05))
 
 
 def _unreadable(ctx: HandlerContext, wanted, replica_id: int) -> list[tuple[str, int]]:
@@ -213,6 +291,15 @@ def _read_all(
                             (txn.producer_id, txn.first_offset)
                             for txn in partition_log.aborted_transactions_for_read(data)
                         ]
+            if result.region is None:
+                end = (
+                    partition_log.log_end_offset
+                    if from_replica
+                    else last_stable_offset
+                    if read_committed
+                    else high_watermark
+                )
+                result.caught_up = state.fetch_offset >= end
         except Exception as exc:  # noqa: BLE001 - the error belongs to this partition
             result = PartitionResult(topic, partition, error_code_of(exc))
             if leader is not None and result.error == ErrorCode.offset_out_of_range:

@@ -1,0 +1,135 @@
+"""An incremental fetch reads what changed, not every partition of its session (issue 15:
+an idle follower of 10,000 partitions): the partitions it lists, those appended to or
+whose HW or leadership moved since the session's last answer, and those with more to send.
+Over a real replica manager (tests/unit/replication's set-up); the logs' reads counted."""
+
+import asyncio
+import dataclasses
+import datetime
+
+from brokerd.coordination.zk_data import PartitionState
+from brokerd.log.log import Log
+from brokerd.protocol.errors import ErrorCode
+from brokerd.server.fetch_session import FetchSessionCache
+from brokerd.server.handlers.fetch import handle_fetch
+from brokerd.server.handlers.produce import handle_produce
+from tests.integration.wire import nested, request
+from tests.integration.wire_calls import batch
+from tests.unit.replication.replica_setup import CONTROLLER_EPOCH, LOCAL, PEER
+from tests.unit.server.handler_context import broker_config, call, context, produce_request
+
+TOPICS = [f"s{n}" for n in range(24)]
+
+
+def _fetch(session_id, epoch, offsets: dict[str, int], wait_ms=0):
+    """Fetch v12 of partition 0 of each topic in `offsets` (from its offset)."""
+    return request(
+        1,
+        12,
+        replica_id=-1,
+        max_wait=datetime.timedelta(milliseconds=wait_ms),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=tuple(
+            nested(
+                1,
+                12,
+                "FetchTopic",
+                topic=name,
+                partitions=(
+                    nested(
+                        1,
+                        12,
+                        "FetchPartition",
+                        partition=0,
+                        fetch_offset=offset,
+                        partition_max_bytes=1 << 20,
+                        current_leader_epoch=-1,
+                        log_start_offset=-1,
+                        last_fetched_epoch=-1,
+                    ),
+                ),
+            )
+            for name, offset in offsets.items()
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+
+
+def _answered(response) -> dict[str, tuple[int, int, int]]:
+    """topic -> (error, high watermark, record bytes)."""
+    return {
+        t.topic: (p.error_code, p.high_watermark, len(p.records or b""))
+        for t in response.responses
+        for p in t.partitions
+    }
+
+
+async def test_an_incremental_fetch_reads_only_what_changed(replicas, monkeypatch):
+    states = {}
+    for name in TOPICS:
+        states[name] = await replicas.create_topic(name, [LOCAL], [LOCAL])
+        await replicas.become(name, states[name], [LOCAL])
+    ctx = context(
+        broker_config({"broker.id": str(LOCAL)}),
+        metadata=replicas.metadata,
+        replicas=replicas.replicas,
+        log_manager=replicas.log_manager,
+        fetch_sessions=FetchSessionCache(10),
+    )
+    # The set-up's replica.lag.time.max.ms (200) would sweep whole sessions every 67 ms.
+    settings = replicas.replicas.settings
+    monkeypatch.setattr(
+        replicas.replicas, "settings", dataclasses.replace(settings, replica_lag_time_max_ms=30_000)
+    )
+    reads: list[str] = []
+    real_read = Log.read
+
+    def counted_read(self, *args, **kwargs):
+        reads.append(self.dir.name)
+        return real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(Log, "read", counted_read)
+
+    opened = await call(handle_fetch, ctx, _fetch(0, 0, dict.fromkeys(TOPICS, 0)))
+    session_id = opened.session_id
+    assert session_id != 0 and len(reads) == len(TOPICS)  # a new session reads them all
+
+    reads.clear()
+    quiet = await call(handle_fetch, ctx, _fetch(session_id, 1, {}))
+    assert _answered(quiet) == {} and reads == []  # nothing changed: nothing read
+
+    await call(handle_produce, ctx, produce_request(bytes(batch(b"a", b"b")), topic="s5"))
+    reads.clear()
+    fetched = await call(handle_fetch, ctx, _fetch(session_id, 2, {}))
+    assert reads == ["s5-0"]  # the old handler read all 24
+    (error, high_watermark, size) = _answered(fetched)["s5"]
+    assert (error, high_watermark) == (ErrorCode.none, 2) and size > 0
+
+    reads.clear()  # the consumer moved on: s5 is read at its new offset, nothing to send
+    caught_up = await call(handle_fetch, ctx, _fetch(session_id, 3, {"s5": 2}))
+    assert reads == ["s5-0"] and _answered(caught_up) == {}
+    reads.clear()
+    assert _answered(await call(handle_fetch, ctx, _fetch(session_id, 4, {}))) == {}
+    assert reads == []
+
+    # A parked fetch is woken by an append to any partition of its session.
+    parked = asyncio.ensure_future(call(handle_fetch, ctx, _fetch(session_id, 5, {}, 20_000)))
+    await asyncio.sleep(0.2)
+    assert not parked.done()
+    await call(handle_produce, ctx, produce_request(bytes(batch(b"late")), topic="s20"))
+    woken = await asyncio.wait_for(parked, 15)
+    assert _answered(woken)["s20"][0] == ErrorCode.none and _answered(woken)["s20"][2] > 0
+
+    # Leadership moving away reaches the session at once (NOT_LEADER_OR_FOLLOWER).
+    moved = PartitionState(PEER, 1, [PEER, LOCAL], CONTROLLER_EPOCH)
+    moved.zk_version = 1
+    await replicas.become("s7", moved, [PEER, LOCAL])
+    reads.clear()
+    after_move = _answered(await call(handle_fetch, ctx, _fetch(session_id, 6, {"s20": 1})))
+    assert after_move["s7"][0] == ErrorCode.not_leader_or_follower
+    assert set(after_move) <= {"s7", "s20"} and len(reads) <= 2
