@@ -58,9 +58,9 @@ def job_arguments(load: SparkLoad) -> tuple[str, list[str]]:
     common = ["--bootstrap-servers", load.cluster.bootstrap_servers, "--topic", load.topic]
     if load.direction == SparkLoad.Direction.EXPORT:
         arguments = [*common, "--output", load.output, "--load-id", f"sparkload-{load.id}"]
-        unsupported = set(spec) - {"start", "records_per_task"} or set(spec.get("start") or {}) - {
-            "timestamp"
-        }
+        unsupported = set(spec) - {"start", "records_per_task", "isolation_level"} or set(
+            spec.get("start") or {}
+        ) - {"timestamp"}
         if unsupported:
             raise ValueError(
                 f"an export reads incrementally or from a start timestamp; {sorted(unsupported)} "
@@ -70,6 +70,9 @@ def job_arguments(load: SparkLoad) -> tuple[str, list[str]]:
             arguments += ["--from-timestamp", str(int(spec["start"]["timestamp"]))]
         if spec.get("records_per_task"):  # large partition ranges split into more Spark tasks
             arguments += ["--max-records-per-partition", str(int(spec["records_per_task"]))]
+        if spec.get("isolation_level") in ("read_committed", "read_uncommitted"):
+            # The data source's option (Spark's name); read_committed when not given.
+            arguments += ["--option", f"kafka.isolation.level={spec['isolation_level']}"]
         return "load_topic", arguments
     arguments = [*common, "--input", load.output]
     for name in ("format", "key_column", "value_column", "partition_column"):

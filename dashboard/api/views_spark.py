@@ -60,6 +60,12 @@ class SparkLoadCreateSerializer(serializers.Serializer):
         help_text="export: split each partition's range into Spark tasks of at most this many "
         "records (more tasks, more parallelism, finer progress)",
     )
+    isolation_level = serializers.ChoiceField(
+        choices=["read_committed", "read_uncommitted"],
+        required=False,
+        help_text="export: read_committed (the default) never reads aborted records or an "
+        "open transaction's; read_uncommitted reads every record (kafka.isolation.level)",
+    )
     input_path = serializers.CharField(
         required=False, max_length=1000, help_text="ingest: a file or directory under the data root"
     )
@@ -70,7 +76,7 @@ class SparkLoadCreateSerializer(serializers.Serializer):
     value_column = serializers.RegexField(COLUMN, required=False)
     partition_column = serializers.RegexField(COLUMN, required=False)
 
-    EXPORT_ONLY = ("output_path", "from_timestamp", "records_per_task")
+    EXPORT_ONLY = ("output_path", "from_timestamp", "records_per_task", "isolation_level")
     INGEST_ONLY = ("input_path", "format", "key_column", "value_column", "partition_column")
 
     def validate(self, attrs):
@@ -95,7 +101,9 @@ class SparkLoadCreateSerializer(serializers.Serializer):
         data = self.validated_data
         if data["load_type"] == EXPORT:
             return spark_loads.export_range(
-                data.get("from_timestamp"), data.get("records_per_task")
+                data.get("from_timestamp"),
+                data.get("records_per_task"),
+                data.get("isolation_level"),
             )
         columns = ("format", "key_column", "value_column", "partition_column")
         return {name: data[name] for name in columns if data.get(name)}

@@ -54,11 +54,18 @@ def resolve_path(text: str, *, must_exist: bool = False) -> Path:
     return path
 
 
-def export_range(from_timestamp_ms: int | None, records_per_task: int | None = None) -> dict:
-    """An export's SparkLoad.range: incremental ({}) or from a time; optionally split."""
+def export_range(
+    from_timestamp_ms: int | None,
+    records_per_task: int | None = None,
+    isolation_level: str | None = None,
+) -> dict:
+    """An export's SparkLoad.range: incremental ({}) or from a time; optionally split; read
+    read_committed unless it says read_uncommitted."""
     spec = {} if from_timestamp_ms is None else {"start": {"timestamp": int(from_timestamp_ms)}}
     if records_per_task:
         spec["records_per_task"] = int(records_per_task)
+    if isolation_level == "read_uncommitted":
+        spec["isolation_level"] = isolation_level
     return spec
 
 

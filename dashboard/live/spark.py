@@ -58,6 +58,14 @@ class LaunchForm(forms.Form):
         required=False, max_length=1000, help_text="a directory under the data root"
     )
     records_per_task = forms.IntegerField(required=False, help_text="split large partitions")
+    isolation_level = forms.ChoiceField(
+        choices=[
+            ("read_committed", "committed records only (read_committed)"),
+            ("read_uncommitted", "every record, aborted ones too (read_uncommitted)"),
+        ],
+        required=False,
+        initial="read_committed",
+    )
     input_path = forms.CharField(
         required=False, max_length=1000, help_text="a file or directory under the data root"
     )
@@ -106,6 +114,8 @@ class LaunchForm(forms.Form):
                 request["output_path"] = data["output_path"]
             if data.get("records_per_task") is not None:
                 request["records_per_task"] = data["records_per_task"]
+            if data.get("isolation_level"):
+                request["isolation_level"] = data["isolation_level"]
             if data.get("mode") == "from_timestamp":
                 if not data.get("from_time"):
                     self.add_error("from_time", "a load from a point in time needs the time")
