@@ -272,3 +272,67 @@ def test_a_broker_whose_every_dir_failed_halts(make_broker, tmp_path):
     assert process.process is not None
     assert process.process.wait(30) == 1
     assert "every log dir has failed" in process.output
+
+
+def test_a_move_cut_short_by_kill_is_resumed_after_the_restart(make_broker, tmp_path):
+    """kill -9 while a replica is being copied to the other dir (its `-future` copy seen on
+    disk beside the current replica): after the restart the move goes on and ends in the
+    target dir, with every acknowledged record (before, the copy was dropped and the replica
+    stayed where it was). If a move ends before the kill lands, it is asked again the other
+    way with more data, at most three times."""
+    dirs = [tmp_path / "d0", tmp_path / "d1"]
+    process = make_broker(
+        log_dirs=",".join(str(d) for d in dirs),
+        log_segment_bytes="262144",
+        num_partitions="1",
+    ).start()
+    me = process.broker_id
+    topic = "resumed-move"
+    admin = admin_for(process)
+    producer = KafkaProducer(bootstrap_servers=process.bootstrap, acks=1, linger_ms=5)
+    acked = 0
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        source = wait_for(lambda: dirs_of(admin, me, topic))[0][0][0]
+        killed_mid_move = False
+        for _ in range(3):
+            for _i in range(8000):  # ~8 MiB more each round: a copy of many steps
+                producer.send(topic, value=b"%07d" % acked + b"v" * 1000, partition=0)
+                acked += 1
+            producer.flush()
+            target = next(str(d) for d in dirs if str(d) != source)
+            answer = admin.alter_replica_log_dirs({(topic, 0, me): target})
+            assert list(answer.values()) == [NoError]
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                copying = list(Path(target).glob(f"{topic}-0.*-future"))
+                if copying and (Path(source) / f"{topic}-0").is_dir():
+                    process.kill()
+                    killed_mid_move = True
+                    break
+                if (Path(target) / f"{topic}-0").is_dir():
+                    break  # the move finished first: again, the other way
+                time.sleep(0.002)
+            if killed_mid_move:
+                break
+            source = target
+        assert killed_mid_move, "every move ended before the kill"
+        producer.close()
+        admin.close()
+
+        process.start()
+        admin = admin_for(process)
+        wait_for(lambda: dirs_of(admin, me, topic).get(0) == [(target, False, 0)], timeout=60)
+        assert not (Path(source) / f"{topic}-0").exists()
+        assert "resuming the move of" in process.output
+        consumer = KafkaConsumer(
+            bootstrap_servers=process.bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000
+        )
+        consumer.assign([TopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        seen = [m.value[:7] for m in consumer]
+        consumer.close()
+        assert seen == [b"%07d" % i for i in range(acked)]
+    finally:
+        producer.close()
+        admin.close()
