@@ -251,3 +251,39 @@ def test_groups_cli_describes_a_consumer_group(kip848_broker, topic_name):
         assert all(r[-1] == "cli-848" and r[-2] == "/127.0.0.1" for r in rows), rows
     finally:
         one.terminate()
+
+
+def test_members_resume_from_commits_after_the_coordinator_restarts(make_broker, topic_name):
+    """The members, epochs and assignment are not persisted yet (docs/consumer-groups.md):
+    after a restart the coordinator answers UNKNOWN_MEMBER_ID, the member joins again and
+    goes on from its committed offsets, losing nothing and re-reading at most what was in
+    flight."""
+    broker = make_broker(
+        num_partitions="2",
+        group_initial_rebalance_delay_ms="0",
+        group_consumer_heartbeat_interval_ms="500",
+        group_consumer_session_timeout_ms=str(SESSION_MS),
+        offsets_topic_replication_factor="1",
+    ).start()
+    bootstrap = broker.bootstrap
+    create_topic(bootstrap, topic_name, 2)
+    produce_range(bootstrap, topic_name, range(0, 20), 2)
+    group = group_id()
+    one = member(bootstrap, group, topic_name, commit=True, client_id="survivor")
+
+    def values() -> list[str]:
+        return [v for _, _, v in one.records]
+
+    def story() -> str:
+        return group_story([one], broker.output)
+
+    try:
+        wait_for(lambda: len(set(values())) == 20, 60, "the first 20 records", story)
+        broker.terminate()
+        broker.start()
+        produce_range(bootstrap, topic_name, range(20, 40), 2)
+        wait_for(lambda: len(set(values())) == 40, 90, "the next 20 after the restart", story)
+        assert len(values()) - 40 <= 2, f"re-read more than was in flight: {story()}"
+        assert one.alive()
+    finally:
+        one.terminate()
