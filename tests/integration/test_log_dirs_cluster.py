@@ -163,7 +163,8 @@ def test_a_followers_failed_write_takes_its_dir_offline_at_once(zookeeper, tmp_p
     replaced by a file; the follower's next segment roll there fails. The dir goes offline
     then (not at the next offset checkpoint, 10 minutes away here): DescribeLogDirs answers
     KAFKA_STORAGE_ERROR for it, and both brokers' Metadata and DescribeTopicPartitions name
-    replica 2 in offline_replicas for its partitions alone, while broker 2 stays live."""
+    replica 2 in offline_replicas for its partitions alone, while broker 2 stays live. Once
+    the dir is repaired and broker 2 restarted, no broker names them any more."""
     cluster = Cluster(
         zookeeper,
         tmp_path_factory,
@@ -231,6 +232,19 @@ def test_a_followers_failed_write_takes_its_dir_offline_at_once(zookeeper, tmp_p
                 assert time.monotonic() < deadline, (broker.broker_id, found, expected)
                 time.sleep(0.2)
         assert victim.alive()
+
+        # Repaired and restarted: the controller forgets the offline replicas and tells
+        # every broker (broker 1 would otherwise keep naming replica 2 offline).
+        victim.kill()
+        (victim.dir / "d0").unlink()
+        (victim.dir / "d0.broken").rename(victim.dir / "d0")
+        victim.start()
+        cleared = {p: [] for p in range(4)}
+        for broker in cluster.brokers.values():
+            deadline = time.monotonic() + 60
+            while (found := _offline_replicas(broker.bootstrap, topic)) != (cleared, cleared):
+                assert time.monotonic() < deadline, (broker.broker_id, found)
+                time.sleep(0.2)
     finally:
         producer.close()
         victim_admin.close()
