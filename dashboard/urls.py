@@ -16,6 +16,7 @@ from dashboard.live import (
     spark,
     tokens,
     topics,
+    transactions,
 )
 from dashboard.live import views as live
 
@@ -25,6 +26,11 @@ urlpatterns = [
     path("account/token/create", tokens.create, name="api-token-create"),
     path("account/token/revoke", tokens.revoke, name="api-token-revoke"),
     path("clusters/<str:cluster_id>/", live.overview, name="cluster-overview"),
+    path(
+        "clusters/<str:cluster_id>/brokers/<int:broker_id>/",
+        brokers.broker_page,
+        name="broker-page",
+    ),
     path(
         "clusters/<str:cluster_id>/brokers/<int:broker_id>/configs/",
         brokers.broker_configs,
@@ -73,6 +79,7 @@ urlpatterns = [
         security.remove_user,
         name="security-user-remove",
     ),
+    path("clusters/<str:cluster_id>/transactions/", transactions.page, name="transactions-page"),
     path("clusters/<str:cluster_id>/groups/", live.group_list, name="group-list"),
     # Group ids may hold "/": the actions (no trailing slash) are tried before the page.
     path(

@@ -41,6 +41,8 @@ KAFKA_STATUS = {
     # The platform's stored credentials for the cluster, not the caller's input.
     ErrorCode.sasl_authentication_failed: status.HTTP_502_BAD_GATEWAY,
     ErrorCode.resource_not_found: status.HTTP_404_NOT_FOUND,
+    ErrorCode.transactional_id_not_found: status.HTTP_404_NOT_FOUND,
+    ErrorCode.transactional_id_authorization_failed: status.HTTP_403_FORBIDDEN,
 }
 
 

@@ -11,6 +11,7 @@ from . import views_partitions as partitions
 from . import views_records as records
 from . import views_spark as spark
 from . import views_topics as topics
+from . import views_transactions as transactions
 from . import views_users as users
 
 C = "clusters/<str:cluster_id>"
@@ -55,6 +56,13 @@ urlpatterns = [
     path(f"{P}/replicas/<int:broker_id>", partitions.ReplicaDetail.as_view(), name="replica"),
     path(f"{P}/segments", partitions.SegmentList.as_view(), name="segments"),
     path(f"{T}/records", records.RecordList.as_view(), name="records"),
+    path(f"{C}/transactions", transactions.TransactionList.as_view(), name="transactions"),
+    # Transactional ids may hold "/" as group ids do.
+    path(
+        f"{C}/transactions/<path:transactional_id>",
+        transactions.TransactionDetail.as_view(),
+        name="transaction",
+    ),
     path(f"{C}/consumer-groups", groups.GroupList.as_view(), name="consumer-groups"),
     path(f"{G}/consumers", groups.ConsumerList.as_view(), name="consumers"),
     path(f"{G}/lags", groups.LagList.as_view(), name="consumer-lags"),

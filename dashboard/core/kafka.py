@@ -132,12 +132,14 @@ class KafkaOps:
 
     # Offsets ---------------------------------------------------------------------------
     async def list_offsets(
-        self, topic: str, partitions: list[int], timestamp: int
+        self, topic: str, partitions: list[int], timestamp: int, *, isolation_level: int = 0
     ) -> dict[int, int | KafkaResponseError]:
-        """Per partition: the offset for `timestamp` (LATEST is the high watermark)."""
+        """Per partition: the offset for `timestamp` (LATEST is the high watermark, or the
+        last stable offset with isolation_level 1, read_committed)."""
         try:
             results = await self.admin.list_offsets(
-                dict.fromkeys(((topic, p) for p in partitions), timestamp)
+                dict.fromkeys(((topic, p) for p in partitions), timestamp),
+                isolation_level=isolation_level,
             )
         except AdminError as exc:  # some partitions failed: keep theirs as errors
             results = {**exc.results, **exc.errors}

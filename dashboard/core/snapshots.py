@@ -125,6 +125,32 @@ async def cluster_overview(ops: KafkaOps, admin: AdminApi | None, known_brokers=
     return overview(metadata, states, known_brokers, targets)
 
 
+READ_COMMITTED = 1
+
+
+async def _open_transactions(ops: KafkaOps, topic: str, ids: list[int]) -> dict[int, list[dict]]:
+    """Per partition, its producers with an open transaction (DescribeProducers): producer
+    id, epoch and the transaction's first offset. A broker without the API: none shown."""
+    try:
+        found = await ops.admin.describe_producers([(topic, p) for p in ids])
+    except (KafkaClientError, AdminApiError):
+        return {}
+    return {
+        pid: [
+            {
+                "producer_id": s.producer_id,
+                "producer_epoch": s.producer_epoch,
+                "first_offset": s.current_txn_start_offset,
+                "last_timestamp": s.last_timestamp,
+            }
+            for s in states
+            if s.current_txn_start_offset is not None
+        ]
+        for (_t, pid), states in found.items()
+        if isinstance(states, list)
+    }
+
+
 def _value(result):
     return None if isinstance(result, Exception) else result
 
@@ -142,9 +168,11 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
     if info is None:
         raise KafkaResponseError(3, None, f"topic {topic}")
     ids = sorted(info.partitions)
-    high, low, moving = await asyncio.gather(
+    high, low, stable, producers, moving = await asyncio.gather(
         ops.list_offsets(topic, ids, LATEST),
         ops.list_offsets(topic, ids, EARLIEST),
+        ops.list_offsets(topic, ids, LATEST, isolation_level=READ_COMMITTED),
+        _open_transactions(ops, topic, ids),
         _reassignments(ops, [(topic, p) for p in ids]),
     )
     views, unreachable = await _replica_views(admin, topic, info) if admin else ({}, set())
@@ -188,6 +216,9 @@ async def topic_partitions(ops: KafkaOps, admin: AdminApi | None, topic: str) ->
                 "isr": isr,
                 "high_watermark": hw if hw is not None else (led or {}).get("high_watermark"),
                 "log_start_offset": _value(low[pid]),
+                # What read_committed consumers read up to: below an open transaction.
+                "last_stable_offset": _value(stable[pid]),
+                "open_transactions": producers.get(pid, []),
                 "size_bytes": leader_size,
                 # Against the target while a reassignment runs (KIP-352): copying is not
                 # under-replication.

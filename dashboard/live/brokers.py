@@ -8,10 +8,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
 from brokerd.client.errors import KafkaClientError
 from dashboard.core import audit
+from dashboard.core.broker_view import broker_view
 from dashboard.core.kafka import error_text, with_cluster
 from dashboard.core.models import Cluster
 from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
@@ -87,3 +89,21 @@ def broker_configs(request, cluster_id: str, broker_id: int):
     words = f"{name} reset" if reset else f"{name} set to {value}"
     messages.success(request, f"Broker {broker_id}: {words}.")
     return redirect("broker-configs", cluster.name, broker_id)
+
+
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def broker_page(request, cluster_id: str, broker_id: int):
+    """The broker's log dirs (size, usage, offline) and the partitions it leads and follows."""
+    cluster = get_object_or_404(Cluster, name=cluster_id)
+    view, error = None, None
+    try:
+        view = with_cluster(cluster, lambda ops: broker_view(ops, broker_id))
+    except KafkaClientError as exc:
+        error = f"cluster unreachable: {error_text(exc)}"
+    if view is not None and not view["up"] and not view["led_count"] + view["followed_count"]:
+        raise Http404(f"broker {broker_id} is not in the cluster")
+    return render(
+        request,
+        "live/broker.html",
+        {"cluster": cluster, "broker_id": broker_id, "view": view, "error": error},
+    )

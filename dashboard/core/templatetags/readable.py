@@ -35,5 +35,14 @@ def number_text(value) -> str:
         return str(value)
 
 
+def sub_bytes(total, usable) -> str:
+    """A disk's used bytes (total minus usable), readable."""
+    try:
+        return bytes_text(int(total) - int(usable))
+    except (TypeError, ValueError):
+        return "–"
+
+
 register.filter("bytes", bytes_text)
+register.filter("sub_bytes", sub_bytes)
 register.filter("num", number_text)

@@ -54,7 +54,10 @@
         const link = el("a", b.broker_id, "broker-configs");
         link.href = `/clusters/${encodeURIComponent(data.cluster_id)}/brokers/${b.broker_id}/configs/`;
         link.title = `broker ${b.broker_id}'s configs`;
-        id.append(link);
+        const details = el("a", "details", "broker-page");
+        details.href = `/clusters/${encodeURIComponent(data.cluster_id)}/brokers/${b.broker_id}/`;
+        details.title = `broker ${b.broker_id}'s log dirs and partitions`;
+        id.append(link, " ", details);
         row.append(id, el("td", b.address || ""), el("td", b.rack || ""),
           el("td", b.up ? "up" : "down", b.up ? "state up" : "state down"),
           el("td", text(b.admin_state), "admin"), el("td", b.is_controller ? "●" : ""));
@@ -135,6 +138,19 @@
     return cell;
   }
 
+  // A partition's open transactions (DescribeProducers): who holds the LSO back, from where.
+  function openTransactions(open) {
+    const cell = el("td", undefined, "open-txns");
+    if (!open || !open.length) { cell.textContent = "–"; return cell; }
+    open.forEach((t, i) => {
+      const span = el("span", `producer ${t.producer_id} (epoch ${t.producer_epoch}) from offset ${num(t.first_offset)}`, "txn");
+      span.dataset.producer = t.producer_id;
+      if (i) cell.append("; ");
+      cell.append(span);
+    });
+    return cell;
+  }
+
   function renderTopic(data) {
     showError(data.error);
     const rows = document.querySelector("#partitions tbody");
@@ -159,8 +175,9 @@
       row.append(id, el("td", p.leader ?? "none", "leader"), el("td", p.leader_epoch),
         el("td", p.replicas.map((r) => r.broker_id).join(", "), "replicas"),
         el("td", p.isr.join(", "), "isr"), el("td", num(p.log_start_offset)),
-        el("td", num(p.high_watermark), "hw"), leo, sizeNode(el("td", undefined, "size"), p.size_bytes),
-        el("td", state, "state"), el("td", reassignmentText(p.reassignment), "reassignment"));
+        el("td", num(p.high_watermark), "hw"), el("td", num(p.last_stable_offset), "lso"), leo,
+        sizeNode(el("td", undefined, "size"), p.size_bytes), el("td", state, "state"),
+        openTransactions(p.open_transactions), el("td", reassignmentText(p.reassignment), "reassignment"));
       if (body.dataset.operate) row.append(partitionActions(p));
       return row;
     }));
