@@ -60,6 +60,10 @@ class ConsumerMember:
     rack_id: str | None = None
     rebalance_timeout_ms: int = 300000
     subscribed: tuple[str, ...] = ()
+    # A regex subscription (KIP-848's subscribed_topic_regex) and the topics it matched
+    # when the member last heartbeated.
+    subscribed_regex: str | None = None
+    regex_topics: tuple[str, ...] = ()
     server_assignor: str | None = None
     member_epoch: int = 0
     previous_member_epoch: int = -1
@@ -74,6 +78,10 @@ class ConsumerMember:
             if timer is not None:
                 timer.cancel()
         self.session_timer = self.revocation_timer = None
+
+    def topics(self) -> frozenset[str]:
+        """Everything it subscribes to: the names and what its regex matches."""
+        return frozenset(self.subscribed) | frozenset(self.regex_topics)
 
     def owned(self) -> set[tuple[str, int]]:
         """What this member may still be fetching: assigned or not yet revoked."""
@@ -103,7 +111,7 @@ class ConsumerGroup:
         return ConsumerGroupState.STABLE
 
     def subscribed_topics(self) -> set[str]:
-        return {t for m in self.members.values() for t in m.subscribed}
+        return {t for m in self.members.values() for t in m.topics()}
 
     def assignor_name(self) -> str:
         """Kafka's rule: the assignor most members ask for, else the default."""
@@ -120,9 +128,7 @@ class ConsumerGroup:
         """Bump nothing; run the assignor for the current group epoch."""
         self.topic_partitions = dict(topic_partitions)
         subscriptions = {
-            m.member_id: MemberSubscription(
-                frozenset(m.subscribed), self.target.get(m.member_id, {})
-            )
+            m.member_id: MemberSubscription(m.topics(), self.target.get(m.member_id, {}))
             for m in self.members.values()
         }
         assignor = ASSIGNORS[self.assignor_name()]

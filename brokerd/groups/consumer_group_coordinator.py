@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from brokerd.config import GroupCoordinatorConfig
@@ -50,6 +50,10 @@ class HeartbeatRequest:
     rack_id: str | None = None
     rebalance_timeout_ms: int = -1
     subscribed: tuple[str, ...] | None = None
+    # None: unchanged; "": no regex (librdkafka sends it so); else the regex. A member's
+    # regex is matched against the topics by `match_topics` (the caller sees the metadata).
+    subscribed_regex: str | None = None
+    match_topics: Callable[[str], Iterable[str]] | None = None
     server_assignor: str | None = None
     owned: Mapping[str, frozenset[int]] | None = None
     client_id: str = ""
@@ -154,7 +158,9 @@ class ConsumerGroups:
         cg.reconcile(member, req.owned)
         self._schedule(group, member, self.session_timeout_ms(req))
         full = req.member_epoch == 0 or (
-            req.rebalance_timeout_ms != -1 and req.subscribed is not None and req.owned is not None
+            req.rebalance_timeout_ms != -1
+            and (req.subscribed is not None or bool(req.subscribed_regex))
+            and req.owned is not None
         )
         changed = (member.member_epoch, member.assigned) != before
         return HeartbeatResult(
@@ -181,8 +187,8 @@ class ConsumerGroups:
                 return "RebalanceTimeoutMs must be provided in first request."
             if req.owned is None or any(req.owned.values()):
                 return "TopicPartitions must be empty when (re-)joining."
-            if req.subscribed is None:
-                return "SubscribedTopicNames must be set in first request."
+            if req.subscribed is None and not req.subscribed_regex:
+                return "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
         elif req.member_epoch > 0 or req.member_epoch in (
             LEAVE_GROUP_MEMBER_EPOCH,
             LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -252,6 +258,21 @@ class ConsumerGroups:
             if subscribed != member.subscribed:
                 member.subscribed = subscribed
                 changed = True
+        if req.subscribed_regex is not None:
+            regex = req.subscribed_regex or None
+            if regex != member.subscribed_regex:
+                member.subscribed_regex = regex
+                changed = True
+        if member.subscribed_regex is not None:
+            if req.match_topics is None:
+                return changed
+            matched = tuple(sorted(req.match_topics(member.subscribed_regex)))
+            if matched != member.regex_topics:
+                member.regex_topics = matched
+                changed = True
+        elif member.regex_topics:
+            member.regex_topics = ()
+            changed = True
         if req.server_assignor is not None and req.server_assignor != member.server_assignor:
             member.server_assignor = req.server_assignor
             changed = True

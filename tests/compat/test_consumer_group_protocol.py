@@ -20,7 +20,7 @@ from brokerd.protocol.errors import ErrorCode as E
 from tests.compat.group_support import Member, balanced, group_story, wait_for
 from tests.compat.test_groups_clients import committed, create_topic, produce
 from tests.integration.test_groups_protocol import join
-from tests.integration.wire import WireClient
+from tests.integration.wire import WireClient, request
 
 SESSION_MS = 6000
 
@@ -285,5 +285,40 @@ def test_members_resume_from_commits_after_the_coordinator_restarts(make_broker,
         wait_for(lambda: len(set(values())) == 40, 90, "the next 20 after the restart", story)
         assert len(values()) - 40 <= 2, f"re-read more than was in flight: {story()}"
         assert one.alive()
+    finally:
+        one.terminate()
+
+
+def test_a_regex_subscription_follows_new_matching_topics(kip848_broker, topic_name):
+    bootstrap = kip848_broker.bootstrap
+    prefix = f"rx{uuid.uuid4().hex[:6]}"
+    first, second = f"{prefix}-a", f"{prefix}-b"
+    create_topic(bootstrap, first, 2)
+    create_topic(bootstrap, f"other{prefix}", 2)  # does not match
+    group = group_id()
+    one = member(bootstrap, group, f"^{prefix}-.*", client_id="regex")
+
+    def story() -> str:
+        return group_story([one], kip848_broker.output)
+
+    try:
+        wait_for(
+            lambda: set(one.assignment or []) == {(first, 0), (first, 1)},
+            60,
+            "the matching topic's partitions",
+            story,
+        )
+        create_topic(bootstrap, second, 1)
+        wait_for(
+            lambda: set(one.assignment or []) == {(first, 0), (first, 1), (second, 0)},
+            60,
+            "the new matching topic's partition too",
+            story,
+        )
+        with WireClient(bootstrap) as wire:
+            described = wire.call(
+                request(69, 1, group_ids=(group,), include_authorized_operations=False)
+            ).groups[0]
+        assert described.members[0].subscribed_topic_regex is not None
     finally:
         one.terminate()

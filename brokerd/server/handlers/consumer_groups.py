@@ -10,6 +10,8 @@ group for a describe.
 from __future__ import annotations
 
 import datetime
+import functools
+import re
 import uuid
 from collections.abc import Mapping
 
@@ -40,6 +42,27 @@ def _ms(value) -> int:
 def _client_host() -> str:
     peer = current_peer.get()
     return f"/{peer[0]}" if peer else ""
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
+def _matching_topics(ctx: HandlerContext, pattern: str) -> list[str]:
+    """The topics a regex subscription covers: Kafka's full match, internal topics left
+    out, and only those the caller may DESCRIBE. One pass over the topic names per
+    heartbeat of a regex member."""
+    try:
+        compiled = _compiled(pattern)
+    except re.error:
+        return []
+    matched = [
+        name
+        for name in ctx.metadata.topics
+        if not name.startswith("__") and compiled.fullmatch(name) is not None
+    ]
+    return sorted(ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, matched))
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -103,8 +126,12 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
     if not ctx.auth.group(AclOperation.READ, body.group_id):
         return failed(E.group_authorization_failed)
     subscribed = body.subscribed_topic_names
-    if getattr(body, "subscribed_topic_regex", None):  # librdkafka sends "" for none
-        return failed(E.invalid_request, "SubscribedTopicRegex is not supported yet.")
+    regex = getattr(body, "subscribed_topic_regex", None)  # librdkafka sends "" for none
+    if regex:
+        try:
+            _compiled(regex)
+        except re.error as exc:
+            return failed(E.invalid_regular_expression, f"SubscribedTopicRegex {regex}: {exc}")
     if subscribed:
         allowed = ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)
         denied = sorted(set(subscribed) - set(allowed))
@@ -125,6 +152,8 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
             rebalance_timeout_ms=_ms(body.rebalance_timeout),
             subscribed=tuple(subscribed) if subscribed is not None else None,
             server_assignor=body.server_assignor,
+            subscribed_regex=regex,
+            match_topics=lambda pattern: _matching_topics(ctx, pattern),
             owned=_owned_by_name(ctx, body.topic_partitions),
             client_id=request.client_id or "",
             client_host=_client_host(),
@@ -219,7 +248,7 @@ async def handle_consumer_group_describe(ctx: HandlerContext, request: Request):
                 client_id=m.client_id,
                 client_host=m.client_host,
                 subscribed_topic_names=m.subscribed,
-                subscribed_topic_regex=None,
+                subscribed_topic_regex=m.subscribed_regex,
                 assignment=_described_assignment(ctx, module, m.assigned),
                 target_assignment=_described_assignment(
                     ctx, module, cg.target.get(m.member_id, {})
