@@ -41,7 +41,7 @@ from brokerd.protocol.messages import request_module
 from tests.compat.java_client import start_java_client
 from tests.conftest import new_broker
 from tests.harness import ROOT
-from tests.sasl_support import plain_jaas
+from tests.sasl_support import PLAIN_MODULE, plain_jaas
 from tests.tls_certs import make_pki, ssl_props
 
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
@@ -96,7 +96,8 @@ def sasl_ssl(zookeeper, tmp_path_factory, pki):
     process.props.update(
         ssl_props(pki),
         **{
-            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": plain_jaas(users=USERS),
             "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
             "listener.name.internal.plain.sasl.jaas.config": plain_jaas(users=USERS),
             "sasl.mechanism.inter.broker.protocol": "PLAIN",
@@ -110,10 +111,9 @@ def sasl_ssl(zookeeper, tmp_path_factory, pki):
     process.start()
     client = admin(process, pki)
     upserts = [
-        UserScramCredentialUpsertion(
-            user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
-        )
+        UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())
         for user, password in USERS.items()
+        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
         if user != "admin"
     ]
     for future in client.alter_user_scram_credentials(upserts).values():
@@ -153,13 +153,16 @@ def new_name(prefix: str = "sec") -> str:
 # --- Kafka's Java client ------------------------------------------------------------------
 
 
-def java_scram(broker, pki, user: str, password: str | None = None) -> dict[str, str]:
+def java_scram(
+    broker, pki, user: str, password: str | None = None, mechanism: str = "SCRAM-SHA-512"
+) -> dict[str, str]:
     password = USERS[user] if password is None else password
+    module = PLAIN_MODULE if mechanism == "PLAIN" else SCRAM_MODULE
     return {
         "bootstrap.servers": broker.bootstrap,
         "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.jaas.config": (f'{SCRAM_MODULE} required username="{user}" password="{password}";'),
+        "sasl.mechanism": mechanism,
+        "sasl.jaas.config": f'{module} required username="{user}" password="{password}";',
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(pki.ca),
     }
@@ -189,8 +192,9 @@ def java_round_trip(java, settings: dict[str, str], create: bool = True) -> None
     assert sorted(values) == sorted(f"v{i}" for i in range(30))
 
 
-def test_java_client_over_sasl_ssl_with_scram_sha_512(sasl_ssl, pki, java):
-    java_round_trip(java, java_scram(sasl_ssl, pki, "alice"))
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
+def test_java_client_over_sasl_ssl(sasl_ssl, pki, java, mechanism):
+    java_round_trip(java, java_scram(sasl_ssl, pki, "alice", mechanism=mechanism))
 
 
 def test_java_client_over_mutual_tls_with_pem_stores(mutual_tls, pki, java):
@@ -209,6 +213,42 @@ def test_java_client_without_a_certificate_is_refused(mutual_tls, pki, java):
     result = java.run(settings, "produce", new_name(), "1")
     assert not result.ok
     assert result.error in ("SslAuthenticationException", "TimeoutException"), result.line
+
+
+@pytest.fixture(scope="module")
+def reauth(zookeeper, tmp_path_factory, pki):
+    """SASL_SSL with SCRAM-SHA-512 and connections.max.reauth.ms=2000 (KIP-368)."""
+    process = new_broker(zookeeper, tmp_path_factory, client_protocol="SASL_SSL")
+    brokerd(
+        "configs", "--zookeeper", process.props["zookeeper.connect"], "--alter",
+        "--add-config", f"SCRAM-SHA-512=[iterations=4096,password={USERS['alice']}]",
+        "--entity-type", "users", "--entity-name", "alice",
+    )  # fmt: skip
+    process.props.update(
+        ssl_props(pki),
+        **{
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.connections.max.reauth.ms": "2000",
+            "num.partitions": "1",
+        },
+    )
+    yield process.start()
+    process.kill()
+
+
+def test_java_client_reauthenticates_before_its_session_ends(reauth, pki, java):
+    """Kafka's Java client is the one that implements KIP-368: it re-authenticates on the
+    same connection (SaslHandshake and SaslAuthenticate again) before the session lifetime
+    the broker gave it runs out, instead of being disconnected."""
+    topic = new_name("reauth")
+    settings = java_scram(reauth, pki, "alice")
+    produced = java.run(settings, "produce-over", topic, "12", "500")  # ~6 s: 3+ sessions
+    assert produced.ok, produced.line
+    counts = dict(zip(produced.words[::2], map(int, produced.words[1::2]), strict=True))
+    assert counts["reauthentications"] >= 2, produced.line
+    consumed = java.run(settings, "consume", topic, "12", new_name("group"))
+    assert consumed.ok, consumed.line
+    assert sorted(consumed.words[1].split(",")) == sorted(f"v{i}" for i in range(12))
 
 
 _admins: dict[str, AdminClient] = {}

@@ -7,6 +7,8 @@
 //   <client.properties> produce <topic> <count>
 //   <client.properties> consume <topic> <count> <group>
 //   <client.properties> create-topic <topic>
+//   <client.properties> produce-over <topic> <count> <interval ms>   (one record at a time,
+//       then "OK reauthentications <n> connections <n>" from the producer's metrics)
 // and is answered by one line: "OK <what>" on success, "ERROR <exception class> <message>"
 // when the broker refused (the exception the client raised, or its cause).
 import java.io.BufferedReader;
@@ -27,6 +29,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -51,6 +55,8 @@ public class SecurityClient {
                 case "produce" -> produce(props, topic, Integer.parseInt(args[3]));
                 case "consume" -> consume(props, topic, Integer.parseInt(args[3]), args[4]);
                 case "create-topic" -> createTopic(props, topic);
+                case "produce-over" ->
+                        produceOver(props, topic, Integer.parseInt(args[3]), Long.parseLong(args[4]));
                 default -> throw new IllegalArgumentException(args[1]);
             };
         } catch (Exception e) {
@@ -80,6 +86,38 @@ public class SecurityClient {
             }
         }
         return "OK produced " + count;
+    }
+
+    static String produceOver(Properties props, String topic, int count, long intervalMs)
+            throws Exception {
+        props.putIfAbsent("acks", "all");
+        props.putIfAbsent("max.block.ms", "20000");
+        props.putIfAbsent("delivery.timeout.ms", "30000");
+        props.putIfAbsent("request.timeout.ms", "10000");
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < count; i++) {
+                producer.send(new ProducerRecord<>(topic, "k" + i, "v" + i)).get();
+                Thread.sleep(intervalMs);
+            }
+            double reauthentications = 0;
+            double connections = 0;
+            for (Map.Entry<MetricName, ? extends Metric> metric : producer.metrics().entrySet()) {
+                if (!metric.getKey().group().equals("producer-metrics")) {
+                    continue;
+                }
+                Object value = metric.getValue().metricValue();
+                if (!(value instanceof Double)) {
+                    continue;
+                }
+                switch (metric.getKey().name()) {
+                    case "successful-reauthentication-total" -> reauthentications += (Double) value;
+                    case "connection-creation-total" -> connections += (Double) value;
+                    default -> { }
+                }
+            }
+            return "OK reauthentications " + (long) reauthentications + " connections " + (long) connections;
+        }
     }
 
     static String consume(Properties props, String topic, int count, String group) {
