@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from . import errors
 from .leader_epochs import UNDEFINED_EPOCH
@@ -47,6 +49,9 @@ class FutureReplicaMove:
         self.swapped = False
         self.held_ms: float | None = None  # how long the swap held the log's appends
         self.error: BaseException | None = None
+        # The log dir an I/O error of the move came from (the current log's on a read or
+        # rename of it, the copy's otherwise): the one the log manager takes offline.
+        self.failed_dir: Path | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -74,7 +79,19 @@ class FutureReplicaMove:
                 self.cancelled.wait(0.01)  # an append came in between: copy it next
         except Exception as exc:  # noqa: BLE001 - reported by the log manager, never raised
             self.error = exc
+            if isinstance(exc, OSError) and self.failed_dir is None:
+                self.failed_dir = self.future.dir.parent
             log.error("moving %s-%d to %s failed: %s", *self.key, self.future.dir, exc)
+
+    @contextmanager
+    def on_current(self) -> Iterator[None]:
+        """An I/O error in the block is the current log's dir's (not the copy's)."""
+        directory = self.current.dir.parent
+        try:
+            yield
+        except OSError:
+            self.failed_dir = directory
+            raise
 
     # Steps (also called by the log manager under the current log's lock) -----------------
     def reconcile(self) -> None:
@@ -114,14 +131,16 @@ class FutureReplicaMove:
         if start >= current.log_end_offset:
             return False
         try:
-            info = current.read(start, max_bytes, None, True, owned=True)
+            with self.on_current():
+                info = current.read(start, max_bytes, None, True, owned=True)
         except errors.OffsetOutOfRangeError:
             return True  # the current log moved under the read: reconcile, then again
         region = info.region
         if not isinstance(region, OwnedRegion):
             return False
         try:
-            data = region.read()
+            with self.on_current():
+                data = region.read()
         finally:
             region.release()
         if not data:

@@ -741,8 +741,8 @@ class LogManager:
                 log.info("%s-%d: its move is resumed at the next start", *move.key)
                 return
             self._drop_log_files(move.future)
-            if isinstance(move.error, OSError):
-                self.fail_dir(move.future.dir.parent, f"moving a replica failed: {move.error}")
+            if move.failed_dir is not None:
+                self.fail_dir(move.failed_dir, f"moving a replica failed: {move.error}")
         finally:
             move.done.set()
 
@@ -776,11 +776,13 @@ class LogManager:
             source = current.dir
             final = checked_partition_dir(future.dir.parent, topic, partition)
             doomed = source.with_name(delete_dir_name(topic, partition))
-            current.rename_dir(doomed)
+            with move.on_current():
+                current.rename_dir(doomed)
             try:
                 future.rename_dir(final)
             except BaseException:
-                current.rename_dir(source)  # still the partition's log; the move fails
+                with move.on_current():
+                    current.rename_dir(source)  # still the partition's log; the move fails
                 raise
             future.update_high_watermark(current.high_watermark)
             if current.log_start_offset > future.log_start_offset:

@@ -261,3 +261,28 @@ def test_a_shutdown_keeps_a_moves_copy_for_the_next_start(tmp_path):
     wait_for(lambda: moved.dir.parent == b)
     assert moved.log_end_offset == 3000 and not list(b.glob("*-future"))
     again.shutdown()
+
+
+def test_a_move_failing_on_its_source_takes_the_source_offline(tmp_path):
+    """The current replica's dir broke under a move (here replaced by a file: the open
+    files still read, the swap's rename of the old replica fails): that dir goes offline,
+    not the target the copy was written to."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = started([a, b])
+    heard = []
+    manager.dir_failure_listeners.append(lambda d, reason: heard.append(d))
+    partition_log = manager.get_or_create_log("t", 0)
+    assert partition_log.dir.parent == a
+    for i in range(50):
+        partition_log.append_as_leader(batch(b"v-%d" % i), leader_epoch=0)
+    os.replace(a, tmp_path / "a.broken")
+    a.write_text("not a directory any more")
+    manager.alter_log_dir("t", 0, str(b))
+    wait_for(lambda: heard)
+    assert heard == [a]
+    assert a in manager.offline_dirs and b not in manager.offline_dirs
+    assert ("t", 0) in manager.offline_partitions
+    wait_for(lambda: not manager.moving())
+    assert not list(b.glob("t-0*"))  # the copy is dropped
+    manager.get_or_create_log("u", 0).append_as_leader(batch(b"b still works"), leader_epoch=0)
+    manager.shutdown()
