@@ -1,14 +1,16 @@
 """Clients nobody here wrote against secured listeners: Kafka's own Java client (kafka-clients
-3.9.2) over SASL_SSL with SCRAM-SHA-512 and over SSL with a client certificate (PEM stores, as
-Kafka 2.7+ reads them), aiokafka and kcat likewise; the Java client refused a topic and a group
-until an ACL grants them; CreateTopics answering configs only to a caller who may
-DESCRIBE_CONFIGS the topic (Kafka's KafkaApis: TOPIC_AUTHORIZATION_FAILED in
-topic_config_error_code, no configs, partition count and replication factor -1).
+3.9.2) over SASL_SSL with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 and over SSL with a client
+certificate (PEM stores, as Kafka 2.7+ reads them), re-authenticating in-band (KIP-368), refused
+a topic and a group until ACLs grant them; aiokafka and kcat over SASL_SSL/SCRAM-SHA-512 and
+mutual TLS; CreateTopics answering configs only to a caller who may DESCRIBE_CONFIGS the topic
+(Kafka's KafkaApis: TOPIC_AUTHORIZATION_FAILED in topic_config_error_code, no configs,
+partition count and replication factor -1).
 
-The SASL_SSL broker runs the AclAuthorizer with SCRAM users made with `brokerd configs` on
-ZooKeeper before it starts (admin is the super user the brokers authenticate as; alice may do
-anything to topics and groups and create topics; carol may only create `cfg-` topics; bob
-starts with nothing). The SSL broker requires client certificates."""
+The SASL_SSL broker runs the AclAuthorizer; its first user (admin, the super user the brokers
+authenticate as) is made with `brokerd configs` on ZooKeeper before it starts, the others and
+the ACLs through the Admin API (alice may do anything to topics and groups and create topics;
+carol may only create `cfg-` topics; bob starts with nothing). The SSL broker requires client
+certificates; a third broker gives SASL sessions a 2 s lifetime."""
 
 from __future__ import annotations
 
