@@ -24,9 +24,12 @@ class LeaderEpochFileCache:
     def __init__(self, checkpoint: LeaderEpochCheckpointFile | None):
         self.checkpoint = checkpoint
         self._entries: list[EpochEntry] = []
+        # What the checkpoint file holds (flush_if_changed writes only a difference).
+        self._flushed: list[EpochEntry] = []
         if checkpoint is not None:
             # Replaying through the same rule as assign() drops a file's non-monotonic lines.
-            for entry in checkpoint.read():
+            self._flushed = list(checkpoint.read())
+            for entry in self._flushed:
                 self._assign(entry)
 
     # Queries -------------------------------------------------------------------------
@@ -132,6 +135,13 @@ class LeaderEpochFileCache:
     def flush(self) -> None:
         if self.checkpoint is not None:
             self.checkpoint.write(self._entries)
+            self._flushed = list(self._entries)
+
+    def flush_if_changed(self) -> None:
+        """A log's clean close: the file is rewritten (two fsyncs) only if it is behind;
+        an idle log's, or a new one's with no epoch yet, is left as it is."""
+        if self._entries != self._flushed:
+            self.flush()
 
     def __repr__(self) -> str:
         return f"LeaderEpochFileCache({self._entries})"
