@@ -205,6 +205,16 @@ class ConsumerGroups:
         member_id = req.member_id or str(uuid.uuid4())  # v0: the coordinator names it
         member = cg.members.get(member_id)
         if req.member_epoch == 0:
+            if member is None and req.instance_id is not None:
+                static = self._static_member(cg, req.instance_id)
+                if static is not None:
+                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        return None, HeartbeatResult(
+                            E.unreleased_instance_id,
+                            f"Static member {static.member_id} with instance id "
+                            f"{req.instance_id} is not released yet.",
+                        )
+                    return self._replace_static_member(cg, static, member_id), None
             if member is None:
                 if len(cg.members) >= self.config.group_consumer_max_size:
                     return None, HeartbeatResult(
@@ -246,6 +256,44 @@ class ConsumerGroups:
             f"than the one known by the group coordinator ({member.member_epoch}). The "
             f"member must abandon all its partitions and rejoin.",
         )
+
+    @staticmethod
+    def _static_member(cg: ConsumerGroup, instance_id: str) -> ConsumerMember | None:
+        return next((m for m in cg.members.values() if m.instance_id == instance_id), None)
+
+    @staticmethod
+    def _replace_static_member(
+        cg: ConsumerGroup, old: ConsumerMember, member_id: str
+    ) -> ConsumerMember:
+        """A static member back within its session timeout (it left with epoch -2): the new
+        member id takes over its subscription, target and partitions, without a new group
+        epoch, so nobody else is disturbed (Kafka's static member replacement)."""
+        old.cancel_timers()
+        del cg.members[old.member_id]
+        target = cg.target.pop(old.member_id, {})
+        member = ConsumerMember(
+            member_id,
+            instance_id=old.instance_id,
+            rack_id=old.rack_id,
+            rebalance_timeout_ms=old.rebalance_timeout_ms,
+            subscribed=old.subscribed,
+            subscribed_regex=old.subscribed_regex,
+            regex_topics=old.regex_topics,
+            server_assignor=old.server_assignor,
+            state=old.state,
+            assigned=old.assigned,
+            pending_revocation=old.pending_revocation,
+        )
+        cg.members[member_id] = member
+        cg.target[member_id] = target
+        log.info(
+            "consumer group %s: static member %s (instance %s) replaces %s",
+            cg.group_id,
+            member_id,
+            old.instance_id,
+            old.member_id,
+        )
+        return member
 
     def _update_member(self, cg: ConsumerGroup, member: ConsumerMember, req) -> bool:
         """Apply what the heartbeat changed; True when the group must be assigned again."""
@@ -294,6 +342,20 @@ class ConsumerGroups:
                 E.unknown_member_id,
                 f"Member {req.member_id} is not a member of group {req.group_id}.",
             )
+        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and member.instance_id is not None:
+            # A static member going away for a while (a restart): it keeps its partitions
+            # for its session timeout, for the same instance id to take them back.
+            member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            if member.revocation_timer is not None:
+                member.revocation_timer.cancel()
+                member.revocation_timer = None
+            log.info(
+                "consumer group %s: static member %s (instance %s) left for now",
+                cg.group_id,
+                member.member_id,
+                member.instance_id,
+            )
+            return HeartbeatResult(E.none, None, member.member_id, req.member_epoch, 0, None)
         self.remove_member(group, member, "left the group")
         return HeartbeatResult(E.none, None, member.member_id, req.member_epoch, 0, None)
 

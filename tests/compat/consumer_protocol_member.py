@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--topic", required=True)
     parser.add_argument("--assignor", default="", help="group.remote.assignor (uniform, range)")
     parser.add_argument("--client-id", default="consumer-protocol-member")
+    parser.add_argument("--instance-id", help="group.instance.id (a static member)")
     parser.add_argument("--commit", action="store_true", help="commit after each record")
     parser.add_argument("--delay-ms", type=int, default=0, help="processing time per record")
     args = parser.parse_args()
@@ -52,6 +53,8 @@ def main() -> None:
     }
     if args.assignor:
         config["group.remote.assignor"] = args.assignor
+    if args.instance_id:
+        config["group.instance.id"] = args.instance_id
     consumer = Consumer(config)
     consumer.subscribe([args.topic])
     emit(ready=True)

@@ -322,3 +322,26 @@ def test_a_regex_subscription_follows_new_matching_topics(kip848_broker, topic_n
         assert described.members[0].subscribed_topic_regex is not None
     finally:
         one.terminate()
+
+
+def test_a_static_member_restarts_without_disturbing_the_other(kip848_broker, topic_name):
+    bootstrap = kip848_broker.bootstrap
+    create_topic(bootstrap, topic_name, 4)
+    group = group_id()
+    a = member(bootstrap, group, topic_name, instance_id="static-a", client_id="a")
+    b = member(bootstrap, group, topic_name, instance_id="static-b", client_id="b")
+    everyone = [a, b]
+
+    def story() -> str:
+        return group_story(everyone, kip848_broker.output)
+
+    try:
+        wait_for(lambda: balanced([a, b], 4) and a.partitions and b.partitions, 60, "both", story)
+        a_had, b_history = set(a.partitions), len(b.assignments)
+        a.terminate()  # leaves with epoch -2: its partitions wait for it
+        again = member(bootstrap, group, topic_name, instance_id="static-a", client_id="a2")
+        everyone.append(again)
+        wait_for(lambda: again.partitions == a_had, 60, "the restarted member's partitions", story)
+        assert len(b.assignments) == b_history, f"the other member was disturbed: {story()}"
+    finally:
+        stop_all(everyone)

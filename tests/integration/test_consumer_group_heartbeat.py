@@ -25,6 +25,7 @@ def hb(
     owned=None,
     rebalance_ms=None,
     assignor=None,
+    instance=None,
 ):
     return client.call(
         request(
@@ -33,7 +34,7 @@ def hb(
             group_id=group,
             member_id=member_id,
             member_epoch=epoch,
-            instance_id=None,
+            instance_id=instance,
             rack_id=None,
             rebalance_timeout=datetime.timedelta(
                 milliseconds=-1 if rebalance_ms is None else rebalance_ms
@@ -52,8 +53,8 @@ def hb(
     )
 
 
-def joined(client, group, member_id, topic, assignor=None):
-    return hb(client, group, member_id, 0, [topic], {}, 60000, assignor)
+def joined(client, group, member_id, topic, assignor=None, instance=None):
+    return hb(client, group, member_id, 0, [topic], {}, 60000, assignor, instance)
 
 
 def parts(response) -> dict:
@@ -164,3 +165,39 @@ def test_a_partition_is_given_only_after_its_owner_revoked_it(group_broker, topi
         assert hb(client, group, b, -1).member_epoch == -1
         back = hb(client, group, a, 2, owned=parts(acked))
         assert only(parts(back)) == {0, 1, 2, 3} and back.member_epoch == 3
+
+
+def test_a_static_member_comes_back_to_its_partitions_without_a_rebalance(group_broker, topic_name):
+    create_topic(group_broker.bootstrap, topic_name, 4)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with WireClient(group_broker.bootstrap) as client:
+        ready_coordinator(client, group)
+        a, b = "a-" + uuid.uuid4().hex, "b-" + uuid.uuid4().hex
+        first = joined(client, group, a, topic_name, instance="instance-a")
+        a_owns = parts(first)
+        joined(client, group, b, topic_name)
+        kept = parts(hb(client, group, a, 1, owned=a_owns))
+        settled = hb(client, group, a, 1, owned=kept)
+        assert settled.member_epoch == 2
+        b_got = parts(hb(client, group, b, 2, owned={}))
+        assert only(b_got) == {0, 1, 2, 3} - only(kept)
+
+        # a restarts: leaves with -2 and keeps its partitions; b is not disturbed.
+        assert hb(client, group, a, -2, instance="instance-a").member_epoch == -2
+        still = hb(client, group, b, 2, owned=b_got)
+        assert still.member_epoch == 2
+        assert still.assignment is None or only(parts(still)) == only(b_got)
+        # The same instance id under a new member id gets a's partitions back at once,
+        # at the same group epoch (no rebalance).
+        a2 = "a2-" + uuid.uuid4().hex
+        back = joined(client, group, a2, topic_name, instance="instance-a")
+        assert back.error_code == E.none and back.member_epoch == 2
+        assert only(parts(back)) == only(kept)
+        # While it is active, another member with its instance id is refused.
+        twin = joined(client, group, "twin-" + uuid.uuid4().hex, topic_name, instance="instance-a")
+        assert twin.error_code == E.unreleased_instance_id
+        described = client.call(
+            request(69, 1, group_ids=(group,), include_authorized_operations=False)
+        ).groups[0]
+        assert described.group_epoch == 2
+        assert sorted(m.member_id for m in described.members) == sorted([a2, b])
