@@ -1,0 +1,219 @@
+"""Scale, the ZooKeeper side of ISR changes and reassignment (issue 15).
+
+A real ZooKeeper and three broker processes on loopback (tests/cluster's `Cluster`: a 4 s
+ZooKeeper session, replica.lag.time.max.ms 3 s). Cases:
+
+* ISR shrink: a topic of WIDE partitions at RF 3 (every broker follows two thirds of them);
+  kill -9 of a broker that is not the controller; seconds until no partition's ISR names it
+  in Metadata. Its leaders drop it after replica.lag.time.max.ms (the peer: nothing can be
+  faster than that lag) and the controller when its ZooKeeper session expires, whichever
+  comes first; both write the states as pipelined batches. Aim <= 2x the lag.
+* ISR expand: the killed broker is started again; seconds from its start until every ISR
+  holds it again (its leaders add it as it catches up: leader-side ISR writes, in batches).
+  Printed beside the 10-partition figure of the same steps.
+* reassignment: every partition of a WIDE-partition topic at RF 2 moved to other replicas
+  ([a, b] -> [a+1, b+1] mod 3: one replica added, one removed, the leader moving for most)
+  with AlterPartitionReassignments (brokerd.client), until ListPartitionReassignments is
+  empty and every partition serves from its new replicas; ratio to the same move of a
+  10-partition topic. Aim <= 20 (as for creation: the cost of a move per partition must not
+  grow with their number).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from bench import Result, say, scratch_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+NARROW = 10
+LAG_S = 3.0  # tests/cluster's replica.lag.time.max.ms
+
+
+def _wait(check, timeout: float = 600) -> float:
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            raise TimeoutError("not reached")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def _partitions(admin, topic: str) -> dict:
+    described = admin.list_topics(topic=topic, timeout=30).topics.get(topic)
+    if described is None or described.error is not None:
+        return {}
+    return described.partitions
+
+
+def _led(admin, topic: str, partitions: int) -> bool:
+    found = admin.list_topics(topic=topic, timeout=30)
+    described = found.topics.get(topic)
+    return (
+        described is not None
+        and described.error is None
+        and len(described.partitions) == partitions
+        and all(p.leader in found.brokers for p in described.partitions.values())
+    )
+
+
+def _isrs_without(admin, topic: str, broker: int) -> bool:
+    return all(broker not in p.isrs for p in _partitions(admin, topic).values())
+
+
+def _isrs_full(admin, topic: str) -> bool:
+    parts = _partitions(admin, topic)
+    return bool(parts) and all(set(p.isrs) == set(p.replicas) for p in parts.values())
+
+
+def _create(admin, topic: str, partitions: int, replicas: dict[int, list[int]] | None) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    if replicas is None:
+        new = NewTopic(topic, num_partitions=partitions, replication_factor=3)
+    else:
+        new = NewTopic(
+            topic,
+            num_partitions=partitions,
+            replica_assignment=[replicas[p] for p in range(partitions)],
+        )
+    admin.create_topics([new], operation_timeout=300, request_timeout=300)[topic].result(300)
+    _wait(lambda: _led(admin, topic, partitions) and _isrs_full(admin, topic))
+
+
+def _shrink_and_expand(admin, cluster, topic: str) -> tuple[float, float, int]:
+    """kill -9 of a follower (not the controller) until no ISR names it; its restart until
+    every ISR holds it again. The seconds of each and the broker's id."""
+    controller = admin.list_topics(timeout=30).controller_id
+    victim = max(b for b in cluster.brokers if b != controller)
+    killed_at = time.monotonic()
+    cluster.brokers[victim].kill()
+    try:
+        _wait(lambda: _isrs_without(admin, topic, victim), timeout=180)
+    except TimeoutError:
+        stuck = {
+            p: (v.leader, v.isrs) for p, v in _partitions(admin, topic).items() if victim in v.isrs
+        }
+        raise TimeoutError(f"ISRs still naming broker {victim}: {stuck}") from None
+    shrink_s = time.monotonic() - killed_at
+    started_at = time.monotonic()
+    cluster.brokers[victim].start(120)
+    _wait(lambda: _isrs_full(admin, topic))
+    return shrink_s, time.monotonic() - started_at, victim
+
+
+def _moved(admin, client, topic: str, partitions: int, targets: dict) -> bool:
+    if client.admin.list_partition_reassignments([(topic, p) for p in range(partitions)]):
+        return False
+    parts = _partitions(admin, topic)
+    return len(parts) == partitions and all(
+        list(parts[p].replicas) == targets[(topic, p)] and parts[p].leader in targets[(topic, p)]
+        for p in range(partitions)
+    )
+
+
+def _reassign(admin, client, topic: str, partitions: int) -> float:
+    """Every partition of `topic` (RF 2 on brokers 1-3) moved one broker up; seconds until
+    no reassignment is left and Metadata shows the new replicas with a leader among them."""
+    _create(admin, topic, partitions, {p: [p % 3 + 1, (p + 1) % 3 + 1] for p in range(partitions)})
+    targets = {
+        (topic, p): [(p + 1) % 3 + 1, (p + 2) % 3 + 1] for p in range(partitions)
+    }  # [a, b] -> [b, c]: c added, a removed, b (a follower) leads
+    started = time.monotonic()
+    client.admin.alter_partition_reassignments(targets, timeout=300)
+    _wait(lambda: _moved(admin, client, topic, partitions, targets))
+    return time.monotonic() - started
+
+
+def run(quick: bool) -> list[Result]:
+    from confluent_kafka.admin import AdminClient
+
+    from bench.replication import _Dirs
+    from brokerd.client.sync import SyncClient
+    from tests.cluster.conftest import Cluster
+    from tests.harness import ZooKeeper
+
+    wide = 300 if quick else 1000
+    results = []
+    with scratch_dir("scale-controller") as base:
+        zookeeper = ZooKeeper(base / "zookeeper").start()
+        cluster = None
+        client = None
+        try:
+            cluster = Cluster(zookeeper, _Dirs(base)).start()
+            admin = AdminClient(
+                {"bootstrap.servers": cluster.bootstrap, "socket.timeout.ms": 300000}
+            )
+            client = SyncClient(cluster.bootstrap, request_timeout=300)
+
+            _create(admin, "isr-narrow", NARROW, None)
+            narrow_shrink, narrow_expand, _ = _shrink_and_expand(admin, cluster, "isr-narrow")
+            say(
+                f"scale_controller: {NARROW} partitions: ISR shrink {narrow_shrink:.2f} s, "
+                f"expand {narrow_expand:.2f} s"
+            )
+            admin.delete_topics(["isr-narrow"])["isr-narrow"].result(120)
+            _create(admin, "isr-wide", wide, None)
+            shrink_s, expand_s, victim = _shrink_and_expand(admin, cluster, "isr-wide")
+            say(
+                f"scale_controller: {wide} partitions RF 3, kill -9 of broker {victim}: "
+                f"out of every ISR after {shrink_s:.2f} s; restarted, back in every ISR "
+                f"after {expand_s:.2f} s"
+            )
+            results.append(
+                Result(
+                    "scale_controller",
+                    f"kill -9 of a follower until no ISR of {wide} partitions names it",
+                    "s",
+                    "kill -9 -> out of every ISR",
+                    shrink_s,
+                    "replica.lag.time.max.ms",
+                    LAG_S,
+                    shrink_s / LAG_S,
+                    aim_at_most=2,
+                    note=f"{NARROW} partitions: {narrow_shrink:.2f} s",
+                )
+            )
+            results.append(
+                Result(
+                    "scale_controller",
+                    f"restart of that follower until every ISR of {wide} partitions holds it",
+                    "s",
+                    f"{wide} partitions",
+                    expand_s,
+                    f"{NARROW} partitions",
+                    narrow_expand,
+                    expand_s / narrow_expand,
+                )
+            )
+            admin.delete_topics(["isr-wide"])["isr-wide"].result(120)
+
+            narrow_s = _reassign(admin, client, "move-narrow", NARROW)
+            say(f"scale_controller: reassigned {NARROW} partitions in {narrow_s:.2f} s")
+            wide_s = _reassign(admin, client, "move-wide", wide)
+            say(f"scale_controller: reassigned {wide} partitions in {wide_s:.2f} s")
+            results.append(
+                Result(
+                    "scale_controller",
+                    f"reassign every partition of a topic, {wide} vs {NARROW} (RF 2)",
+                    "s",
+                    f"{wide} partitions",
+                    wide_s,
+                    f"{NARROW} partitions",
+                    narrow_s,
+                    wide_s / narrow_s,
+                    aim_at_most=20,
+                )
+            )
+            return results
+        finally:
+            if client is not None:
+                client.close()
+            if cluster is not None:
+                cluster.kill_all()
+            zookeeper.stop()
