@@ -11,12 +11,15 @@ success redirects with a message. Changes need the operator role and are audited
 from __future__ import annotations
 
 import asyncio
+import datetime
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from brokerd.client.errors import KafkaClientError
@@ -24,7 +27,7 @@ from brokerd.client.results import AdminError
 from dashboard.core import audit, snapshots
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import error_text, with_cluster
-from dashboard.core.models import Cluster
+from dashboard.core.models import Cluster, HistorySample
 from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
 
 from ..api.resources import TOPIC_NAME
@@ -82,8 +85,10 @@ async def _page_rows(ops, names: list[str]) -> list[dict]:
     partitions = [
         (n, p) for n in names if n in metadata.topics for p in metadata.topics[n].partitions
     ]
-    starts, ends = await asyncio.gather(
-        _offsets(ops, partitions, "earliest"), _offsets(ops, partitions, "latest")
+    starts, ends, sizes = await asyncio.gather(
+        _offsets(ops, partitions, "earliest"),
+        _offsets(ops, partitions, "latest"),
+        _leader_sizes(ops, metadata, partitions),
     )
     rows = []
     for n in names:
@@ -104,9 +109,50 @@ async def _page_rows(ops, names: list[str]) -> list[dict]:
                 if len(known) == len(info.partitions)
                 else None,
                 "internal": info.is_internal,
+                # On disk: the leaders' replicas (one copy), when every leader answered.
+                "size_bytes": sum(sizes[tp] for tp in known)
+                if all((n, p) in sizes for p in info.partitions)
+                else None,
             }
         )
     return rows
+
+
+async def _leader_sizes(ops, metadata, partitions) -> dict:
+    """Each partition's size on its leader (DescribeLogDirs for the page's topics, one
+    request per leader); partitions whose leader does not answer are left out."""
+    by_leader: dict[int, dict[str, list[int]]] = {}
+    for topic, p in partitions:
+        leader = metadata.topics[topic].partitions[p].leader
+        if leader >= 0:
+            by_leader.setdefault(leader, {}).setdefault(topic, []).append(p)
+    sizes: dict = {}
+
+    async def ask(broker_id: int, topics: dict[str, list[int]]) -> None:
+        try:
+            described = await ops.admin.describe_log_dirs([broker_id], topics)
+        except KafkaClientError:
+            return
+        for log_dir in described.get(broker_id, []):
+            for tp, replica in log_dir.replicas.items():
+                if not replica.is_future:
+                    sizes[tp] = sizes.get(tp, 0) + replica.size
+
+    await asyncio.gather(*(ask(b, t) for b, t in by_leader.items()))
+    return sizes
+
+
+def _rates(cluster: Cluster, names: list[str]) -> dict[str, float]:
+    """Each topic's latest records/s sample (HistorySample, recorded by beat from
+    high-watermark growth), if one is recent."""
+    since = timezone.now() - datetime.timedelta(seconds=settings.HISTORY_INTERVAL_S * 3)
+    latest: dict[str, float] = {}
+    samples = HistorySample.objects.filter(
+        cluster=cluster, kind=HistorySample.Kind.THROUGHPUT, topic__in=names, timestamp__gte=since
+    ).order_by("timestamp")
+    for sample in samples.values("topic", "value"):
+        latest[sample["topic"]] = sample["value"]  # the newest wins
+    return latest
 
 
 async def _offsets(ops, partitions, spec) -> dict:
@@ -128,6 +174,9 @@ def _render_topic_list(request, cluster: Cluster, create=None, create_error=None
         rest = sorted(n for n in metadata.topics if n > after and search.lower() in n.lower())
         names, more = rest[:size], len(rest) > size
         rows = with_cluster(cluster, lambda ops: _page_rows(ops, names))
+        rates = _rates(cluster, names)
+        for row in rows:
+            row["records_per_s"] = rates.get(row["name"])
     except KafkaClientError as exc:
         error = f"cluster unreachable: {error_text(exc)}"
     return render(
