@@ -401,10 +401,19 @@ class Controller:
         """A new controller: rebuild from ZooKeeper, elect leaders for partitions whose
         leader is gone, and tell every live broker the state of its partitions."""
         async with self._events:
+            # As Kafka's onControllerFailover: the ISR notifications watched and those already
+            # there deleted before the states are read, so a leader's ISR change is either in
+            # that read or fires the watch (watched after the read, one written in between
+            # was never announced: brokers' Metadata kept the old ISR).
+            pending = await self.zk.children(
+                zk_data.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed
+            )
+            await self.zk.delete_many(
+                [f"{zk_data.ISR_CHANGE_NOTIFICATION}/{child}" for child in pending]
+            )
             await self.cache.refresh_topics()
             self.context.live = await self._read_live_brokers()
             await self._probe("failover")
-            await self.zk.children(zk_data.ISR_CHANGE_NOTIFICATION, watch=self._isr_changed)
             await self.partitions.elect_offline(set(self.context.live))
             everything = self.partitions.all_partitions()
             self.partitions.send_leader_and_isr(set(self.context.live), everything)
