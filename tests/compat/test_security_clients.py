@@ -26,6 +26,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -286,8 +287,11 @@ def grant(broker, pki, principal: str, operation, resource_type, name: str) -> N
 
 
 def test_java_client_is_refused_until_acls_allow_it(sasl_ssl, pki, java):
+    """Denied, then allowed by ACLs that Kafka's Java Admin creates (CreateAcls), describes
+    and deletes; confluent-kafka sees the same ACLs."""
     topic, group = new_name("acl"), new_name("acl-group")
     alice, bob = java_scram(sasl_ssl, pki, "alice"), java_scram(sasl_ssl, pki, "bob")
+    operator = java_scram(sasl_ssl, pki, "admin")
     assert java.run(alice, "produce", topic, "5").ok  # the topic exists, with data
 
     refused = java.run(bob, "produce", topic, "1")
@@ -295,11 +299,15 @@ def test_java_client_is_refused_until_acls_allow_it(sasl_ssl, pki, java):
     refused = java.run(bob, "consume", topic, "5", group)
     assert refused.error in ("TopicAuthorizationException", "GroupAuthorizationException")
 
-    grant(sasl_ssl, pki, "User:bob", AclOperation.WRITE, ResourceType.TOPIC, topic)
+    # bob may not grant himself anything (ALTER on the cluster is the admin's).
+    refused = java.run(bob, "acl-add", topic, "User:bob", "WRITE")
+    assert refused.error == "ClusterAuthorizationException", refused.line
+
+    assert java.run(operator, "acl-add", topic, "User:bob", "WRITE").ok
     produced = java.run(bob, "produce", topic, "5")
     assert produced.ok, produced.line
 
-    grant(sasl_ssl, pki, "User:bob", AclOperation.READ, ResourceType.TOPIC, topic)
+    assert java.run(operator, "acl-add", topic, "User:bob", "READ").ok
     refused = java.run(bob, "consume", topic, "10", group)
     assert refused.error == "GroupAuthorizationException", refused.line
 
@@ -307,6 +315,25 @@ def test_java_client_is_refused_until_acls_allow_it(sasl_ssl, pki, java):
     consumed = java.run(bob, "consume", topic, "10", group)
     assert consumed.ok, consumed.line
     assert sorted(consumed.words[1].split(",")) == sorted(f"v{i}" for i in [*range(5)] * 2)
+
+    described = java.run(operator, "acl-describe", topic, "User:bob", "ANY")
+    assert described.words == ["acls", "2"], described.line
+    seen = admin(sasl_ssl, pki).describe_acls(
+        AclBindingFilter(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            "User:bob",
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+    )
+    assert sorted(b.operation.name for b in seen.result(30)) == ["READ", "WRITE"]
+    deleted = java.run(operator, "acl-delete", topic, "User:bob", "ANY")
+    assert deleted.words == ["acls", "2"], deleted.line
+    refused = java.run(bob, "produce", topic, "1")
+    assert refused.error == "TopicAuthorizationException", refused.line
 
 
 # --- aiokafka and kcat ---------------------------------------------------------------------

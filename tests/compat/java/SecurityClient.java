@@ -7,6 +7,9 @@
 //   <client.properties> produce <topic> <count>
 //   <client.properties> consume <topic> <count> <group>
 //   <client.properties> create-topic <topic>
+//   <client.properties> acl-add|acl-describe|acl-delete <topic> <principal> <operation>
+//       (Admin's createAcls / describeAcls / deleteAcls on a literal topic pattern, host *:
+//       "OK acls <n>" with the bindings described or deleted)
 //   <client.properties> produce-over <topic> <count> <interval ms>   (one record at a time,
 //       then "OK reauthentications <n> connections <n>" from the producer's metrics)
 // and is answered by one line: "OK <what>" on success, "ERROR <exception class> <message>"
@@ -30,6 +33,16 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AccessControlEntryFilter;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourcePatternFilter;
+import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -55,6 +68,7 @@ public class SecurityClient {
                 case "produce" -> produce(props, topic, Integer.parseInt(args[3]));
                 case "consume" -> consume(props, topic, Integer.parseInt(args[3]), args[4]);
                 case "create-topic" -> createTopic(props, topic);
+                case "acl-add", "acl-describe", "acl-delete" -> acls(props, args[1], topic, args[3], args[4]);
                 case "produce-over" ->
                         produceOver(props, topic, Integer.parseInt(args[3]), Long.parseLong(args[4]));
                 default -> throw new IllegalArgumentException(args[1]);
@@ -137,6 +151,27 @@ public class SecurityClient {
             consumer.commitSync(Duration.ofSeconds(30));
         }
         return "OK consumed " + String.join(",", values);
+    }
+
+    static String acls(Properties props, String command, String topic, String principal, String operation)
+            throws Exception {
+        AclBindingFilter filter = new AclBindingFilter(
+                new ResourcePatternFilter(ResourceType.TOPIC, topic, PatternType.LITERAL),
+                new AccessControlEntryFilter(principal, null, AclOperation.ANY, AclPermissionType.ANY));
+        try (Admin admin = Admin.create(props)) {
+            return switch (command) {
+                case "acl-add" -> {
+                    AclBinding binding = new AclBinding(
+                            new ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL),
+                            new AccessControlEntry(principal, "*", AclOperation.fromString(operation),
+                                    AclPermissionType.ALLOW));
+                    admin.createAcls(Collections.singletonList(binding)).all().get();
+                    yield "OK acls 1";
+                }
+                case "acl-describe" -> "OK acls " + admin.describeAcls(filter).values().get().size();
+                default -> "OK acls " + admin.deleteAcls(Collections.singletonList(filter)).all().get().size();
+            };
+        }
     }
 
     static String createTopic(Properties props, String topic) throws Exception {
