@@ -15,14 +15,22 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_new_logs_hold_one_descriptor_each_and_no_index_files(tmp_path):
+def test_new_logs_hold_one_descriptor_each_and_empty_index_files(tmp_path):
     manager = LogManager([tmp_path], LogConfig())
     manager.startup()
     before = _open_fds()
     for p in range(40):
         manager.get_or_create_log("idle", p)
     assert _open_fds() - before == 40  # the .log of each (was 5 each: 2 indexes, 2 maps)
-    assert sorted(os.listdir(tmp_path / "idle-0")) == ["00000000000000000000.log"]
+    made = {
+        name: os.path.getsize(tmp_path / "idle-0" / name)
+        for name in os.listdir(tmp_path / "idle-0")
+    }
+    assert made == {
+        "00000000000000000000.log": 0,
+        "00000000000000000000.index": 0,  # made empty, neither opened nor mapped yet
+        "00000000000000000000.timeindex": 0,
+    }
     manager.shutdown()
     again = LogManager([tmp_path], LogConfig())
     again.startup()
@@ -35,7 +43,7 @@ def test_a_lazy_index_is_made_at_its_first_entry_and_read_back(tmp_path):
     time_index = TimeIndex(tmp_path / "5.timeindex", base_offset=5, max_index_size=12 * 64)
     assert index.lookup(50) == (5, 0) and index.max_entries == 64
     time_index.maybe_append(-1, 5)  # no timestamp, no entry (Kafka's empty last entry)
-    assert not index.path.exists() and not time_index.path.exists()
+    assert index.path.stat().st_size == 0 and time_index.path.stat().st_size == 0
     index.append(9, 4096)
     time_index.maybe_append(1000, 9)
     assert index.lookup(50) == (9, 4096) and time_index.lookup(2000) == (1000, 9)
