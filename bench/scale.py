@@ -10,6 +10,12 @@ ZooKeeper session). Cases:
 * controlled shutdown: SIGTERM of a broker that is not the controller, holding a third of
   the wide topic's leaderships; seconds until the controller answered that it leads none
   ("controlled shutdown succeeded" in its log; the process exit after is printed too). Kafka 1.1 published 3 s for a broker with 10,000 partitions (6.5 minutes before).
+* Metadata for all topics: confluent-kafka's list_topics() (every topic, every partition)
+  timed per request (median of several) with the wide topic in the cluster, against the
+  same with only the narrow one (measured before the wide topic exists). Ratio.
+* produce to the WIDE partitions at once vs to one partition: confluent-kafka, the same
+  number of 100-byte records (acks=1, linger 5 ms) spread round-robin over every partition of
+  the wide topic, then all to partition 0; records/s ratio, aim >= 0.7 (issue 15).
 * controller failover: kill -9 of the controller; seconds until a new controller has given
   every partition a live leader. It includes the ZooKeeper session expiry that reveals the
   death (the peer number); Kafka 1.1 published about 14 s to reload 100,000 partitions.
@@ -17,7 +23,9 @@ ZooKeeper session). Cases:
 
 from __future__ import annotations
 
+import os
 import signal
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -76,6 +84,47 @@ def _create(admin, topic: str, partitions: int) -> float:
     return time.monotonic() - started
 
 
+def _metadata_s(admin, rounds: int = 7) -> float:
+    """Median seconds of a Metadata request for every topic."""
+    times = []
+    for _ in range(rounds):
+        began = time.monotonic()
+        admin.list_topics(timeout=60)
+        times.append(time.monotonic() - began)
+    return statistics.median(times)
+
+
+def _produce_rate(bootstrap: str, topic: str, partitions: list[int], records: int) -> float:
+    """Records/s of `records` 100-byte records round-robin over `partitions`, acknowledged."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": 1,
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    value = b"x" * 100
+    producer.produce(topic, value, partition=partitions[0])  # connections and metadata
+    producer.flush(60)
+    began = time.monotonic()
+    for n in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, partition=partitions[n % len(partitions)])
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if n % 1000 == 0:
+            producer.poll(0)
+    left = producer.flush(300)
+    if left:
+        raise RuntimeError(f"{left} records not acknowledged")
+    return records / (time.monotonic() - began)
+
+
 def run(quick: bool) -> list[Result]:
     from confluent_kafka.admin import AdminClient
 
@@ -83,7 +132,7 @@ def run(quick: bool) -> list[Result]:
     from tests.cluster.conftest import SESSION_TIMEOUT_MS, Cluster
     from tests.harness import ZooKeeper
 
-    wide = 300 if quick else 1000
+    wide = int(os.environ.get("BENCH_SCALE_PARTITIONS") or (300 if quick else 1000))
     results = []
     with scratch_dir("scale") as base:
         zookeeper = ZooKeeper(base / "zookeeper").start()
@@ -95,6 +144,7 @@ def run(quick: bool) -> list[Result]:
             )
             narrow_s = _create(admin, "scale-narrow", NARROW)
             say(f"scale: {NARROW} partitions RF 3 serving after {narrow_s:.2f} s")
+            narrow_metadata_s = _metadata_s(admin)
             wide_s = _create(admin, "scale-wide", wide)
             say(f"scale: {wide} partitions RF 3 serving after {wide_s:.2f} s")
             results.append(
@@ -108,6 +158,43 @@ def run(quick: bool) -> list[Result]:
                     narrow_s,
                     wide_s / narrow_s,
                     aim_at_most=20,
+                )
+            )
+            wide_metadata_s = _metadata_s(admin)
+            say(
+                f"scale: Metadata for all topics {wide_metadata_s * 1000:.1f} ms at "
+                f"{wide + NARROW} partitions, {narrow_metadata_s * 1000:.1f} ms at {NARROW}"
+            )
+            results.append(
+                Result(
+                    "scale",
+                    f"Metadata for all topics, {wide + NARROW} vs {NARROW} partitions",
+                    "ms",
+                    f"{wide + NARROW} partitions",
+                    wide_metadata_s * 1000,
+                    f"{NARROW} partitions",
+                    narrow_metadata_s * 1000,
+                    wide_metadata_s / narrow_metadata_s,
+                )
+            )
+            records = 50_000 if quick else 200_000
+            spread = _produce_rate(cluster.bootstrap, "scale-wide", list(range(wide)), records)
+            single = _produce_rate(cluster.bootstrap, "scale-wide", [0], records)
+            say(
+                f"scale: produce {records} records to {wide} partitions {spread:,.0f}/s, "
+                f"to one partition {single:,.0f}/s"
+            )
+            results.append(
+                Result(
+                    "scale",
+                    f"produce to {wide} partitions at once vs to one (acks=1)",
+                    "records/s",
+                    f"{wide} partitions",
+                    spread,
+                    "one partition",
+                    single,
+                    spread / single,
+                    aim_at_least=0.7,
                 )
             )
 
