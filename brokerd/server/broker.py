@@ -45,6 +45,7 @@ from .dynamic_broker_config import DynamicBrokerConfigs
 from .failure_probes import FailureProbes
 from .fetch_session import FetchSessionCache
 from .handlers.context import HandlerContext
+from .handlers.txn_markers import write_local_markers
 from .listener import Listener
 from .memory_pool import RequestMemoryPool
 from .topic_admin import TopicAdmin
@@ -143,6 +144,7 @@ class Broker:
                 self.metadata,
                 endpoint_of=self.replicas.inter_broker_endpoint,
                 security_for=functools.partial(peer_security, config),
+                local=functools.partial(write_local_markers, self.replicas, self.groups),
             ),
             self.producer_ids,
             config.transactions,
