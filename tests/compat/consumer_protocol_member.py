@@ -39,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _stop)
 
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     config = {
         "bootstrap.servers": args.bootstrap,
@@ -68,12 +68,18 @@ def main() -> None:
             time.sleep(args.delay_ms / 1000)
             emit(record=[message.partition(), message.offset(), message.value().decode()])
             if args.commit:
-                consumer.commit(
-                    offsets=[
-                        TopicPartition(message.topic(), message.partition(), message.offset() + 1)
-                    ],
-                    asynchronous=False,
-                )
+                try:
+                    consumer.commit(
+                        offsets=[
+                            TopicPartition(
+                                message.topic(), message.partition(), message.offset() + 1
+                            )
+                        ],
+                        asynchronous=False,
+                    )
+                except KafkaException as exc:
+                    # At least once: the record comes again from the last commit.
+                    emit(commit_failed=str(exc))
     finally:
         consumer.close()
 
