@@ -32,6 +32,7 @@ from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
 
 from ..api.resources import TOPIC_NAME
 from ..api.serializers import MAX_PARTITIONS, MAX_REPLICATION
+from .views import throughput_history
 
 PAGE_SIZE = 50
 MAX_CONFIG_VALUE = 10_000
@@ -290,6 +291,7 @@ def _render_topic(request, cluster: Cluster, topic_name: str, status=200, **form
             "partitions": partitions,
             "error": error,
             "partition_count": len(partitions),
+            "throughput": throughput_history(cluster, topic_name),
             **forms,
         },
         status=status,

@@ -101,6 +101,19 @@ def lag_history(cluster: Cluster, group_id: str) -> list[list[float]]:
     return [[p["timestamp"].timestamp(), p["total"]] for p in reversed(points)]
 
 
+def throughput_history(cluster: Cluster, topic: str) -> list[list[float]]:
+    """[[unix seconds, records/s], ...] of a topic's recorded samples, oldest first."""
+    since = timezone.now() - HISTORY_WINDOW
+    points = (
+        HistorySample.objects.filter(
+            cluster=cluster, kind=HistorySample.Kind.THROUGHPUT, topic=topic, timestamp__gte=since
+        )
+        .values_list("timestamp", "value")
+        .order_by("-timestamp")[:HISTORY_POINTS]
+    )
+    return [[moment.timestamp(), value] for moment, value in reversed(points)]
+
+
 @permission_required(VIEW_PERMISSION, raise_exception=True)
 def segments(request, cluster_id: str, topic_name: str, partition_id: int):
     cluster = _cluster(cluster_id)

@@ -80,3 +80,41 @@ def test_topics_list_sorts_by_a_click(browser_page, live_dashboard):  # noqa: F8
     assert order() == ["b", "a", "c"]
     page.click("#topic-list th:has-text('Records') >> nth=0 >> button")
     assert order() == ["c", "a", "b"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_topic_page_charts_its_recorded_throughput(kafka_cluster, broker, topic_name):
+    from dashboard.core.models import HistorySample
+
+    fill(broker.bootstrap, {topic_name: (3, 10)})
+    now = timezone.now()
+    HistorySample.objects.bulk_create(
+        [
+            HistorySample(cluster=kafka_cluster, kind="throughput", topic=topic_name, value=v,
+                          timestamp=now - datetime.timedelta(seconds=30 * (3 - i)))
+            for i, v in enumerate([1.0, 250.0, 4200.0])
+        ]
+        + [HistorySample(cluster=kafka_cluster, kind="throughput", topic="other", value=7.0,
+                         timestamp=now)]
+    )  # fmt: skip
+    client = Client()
+    client.force_login(make_user("tess", "viewer"))
+    page = client.get(f"/clusters/local/topics/{topic_name}/")
+    assert [v for _t, v in page.context["throughput"]] == [1.0, 250.0, 4200.0]
+    html = page.content.decode()
+    assert 'id="throughput-history"' in html and "rate-chart.js" in html
+    assert 'id="throughput-empty" class="muted" hidden' in html
+
+
+def test_throughput_chart_has_labelled_axes(browser_page, live_dashboard):  # noqa: F811
+    page = browser_page
+    topic = f"chart-{uuid.uuid4().hex[:6]}"
+    fill(live_dashboard.broker.bootstrap, {topic: (1, 10)})
+    log_in(page, live_dashboard)
+    page.goto(f"{live_dashboard.url}/clusters/local/topics/{topic}/")
+    expect(page.locator("#throughput-chart canvas")).to_have_count(1)
+    expect(page.locator("#throughput-empty")).to_be_visible()  # nothing recorded yet
+    # uPlot draws the axes on its canvas: their labels (units, the time zone) from its state.
+    axes = page.evaluate("() => window.RateChart.axes.map((a) => a.label)")
+    assert axes == ["time (your zone)", "records/s"]
+    assert page.locator("#throughput-chart").get_attribute("data-points") == "0"

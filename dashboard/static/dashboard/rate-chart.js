@@ -1,0 +1,34 @@
+// A topic's records per second over time, from the history the platform records (embedded
+// in the page): a time axis in the browser's zone and a rate axis labelled with its unit.
+(function () {
+  "use strict";
+  const target = document.getElementById("throughput-chart");
+  const source = document.getElementById("throughput-history");
+  if (!target || !source || !window.uPlot) return;
+  const history = JSON.parse(source.textContent) || [];
+  const xs = history.map((p) => p[0]);
+  const ys = history.map((p) => p[1]);
+  const rate = (v) => (v >= 1000 ? `${(v / 1000).toFixed(1)}k` : `${+v.toFixed(1)}`);
+  const width = () => Math.max(target.clientWidth - 16, 400);
+  const chart = new uPlot(
+    {
+      width: width(),
+      height: 220,
+      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
+      series: [
+        { label: "time" },
+        { label: "records/s", stroke: "#2d6cdf", width: 2, fill: "rgba(45,108,223,0.08)",
+          value: (u, v) => (v === null || v === undefined ? "–" : `${rate(v)} records/s`) },
+      ],
+      axes: [
+        { label: "time (your zone)", labelSize: 20 },
+        { label: "records/s", labelSize: 20, size: 60, values: (u, splits) => splits.map(rate) },
+      ],
+    },
+    [xs, ys],
+    target,
+  );
+  target.dataset.points = String(xs.length);
+  window.RateChart = chart;
+  window.addEventListener("resize", () => chart.setSize({ width: width(), height: 220 }));
+})();
