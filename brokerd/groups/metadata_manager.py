@@ -65,6 +65,9 @@ class GroupMetadataManager:
         self._groups: dict[str, Group] = {}
         self._owned: set[int] = set()  # loaded __consumer_offsets partitions
         self._loading: set[int] = set()
+        # Transaction markers written on a partition while it loads: (producer id, commit),
+        # applied once the load is done (Kafka runs scheduleHandleTxnCompletion after it).
+        self._completed_while_loading: dict[int, list[tuple[int, bool]]] = {}
         self._tasks = BackgroundTasks(log, "group metadata task failed")
         self._expiry_task: asyncio.Task | None = None
         self._topic_lock = asyncio.Lock()
@@ -165,6 +168,7 @@ class GroupMetadataManager:
         if partition in self._loading or partition in self._owned:
             return
         self._loading.add(partition)
+        self._completed_while_loading.pop(partition, None)
         self._tasks.spawn(self._load(partition, on_loaded))
 
     async def _load(self, partition: int, on_loaded: Callable[[Group], None]) -> None:
@@ -220,6 +224,9 @@ class GroupMetadataManager:
                 ] = offset
         self._loading.discard(partition)
         self._owned.add(partition)
+        # A marker written meanwhile may lie past what was read: its completion applies now.
+        for producer_id, commit in self._completed_while_loading.pop(partition, []):
+            self.complete_txn(producer_id, [partition], commit)
         loaded = sum(1 for g in self._groups if self.partition_for(g) == partition)
         log.log(
             logging.INFO if loaded else logging.DEBUG,
@@ -237,6 +244,7 @@ class GroupMetadataManager:
         each, after its timers are cancelled, to answer the members still waiting."""
         self._loading.discard(partition)
         self._owned.discard(partition)
+        self._completed_while_loading.pop(partition, None)
         for group_id in [g for g in self._groups if self.partition_for(g) == partition]:
             group = self._groups.pop(group_id)
             group.cancel_timers()
@@ -401,6 +409,8 @@ class GroupMetadataManager:
         """The producer's transaction marker was written on these `__consumer_offsets`
         partitions: its pending offsets there become the groups' commits, or are dropped."""
         partitions = set(partitions)
+        for partition in partitions & self._loading:
+            self._completed_while_loading.setdefault(partition, []).append((producer_id, commit))
         for group in list(self._groups.values()):
             if self.partition_for(group.group_id) not in partitions:
                 continue

@@ -4,6 +4,8 @@ in the same way (pending while the transaction is open, visible once its COMMIT 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from brokerd.groups.group import Group
@@ -87,3 +89,24 @@ async def test_the_next_leader_reads_markers(replicas):
     assert fresh.has_pending_txn_offsets("g", ("t", 2))
     fresh.complete_txn(PRODUCER, [0], commit=True)
     assert fresh.get_offsets("g", [("t", 2)])[("t", 2)].offset == 12
+
+
+async def test_a_marker_written_while_the_next_leader_loads_completes_its_offsets(replicas):
+    """The new transaction coordinator resends a PrepareCommit's markers as soon as it loads,
+    often while this broker (the new group coordinator) is still loading the same
+    `__consumer_offsets` partition: the completion must not be lost when the marker lies past
+    what the load read (the offsets stayed pending for ever: OffsetFetch with require_stable
+    answered UNSTABLE_OFFSET_COMMIT to the group's consumers without end)."""
+    m = manager(replicas)
+    await loaded(m)
+    group = m.add_group(Group("g", state_timestamp_ms=0))
+    await m.store_txn_offsets(group, PRODUCER, 0, {("t", 0): (10, None, None)})
+
+    fresh = manager(replicas)
+    fresh.schedule_load(0, lambda group: None)
+    assert fresh.is_loading
+    fresh.complete_txn(PRODUCER, [0], commit=True)  # its marker: past the range read
+    while fresh.is_loading:
+        await asyncio.sleep(0.001)
+    assert fresh.get_offsets("g", [("t", 0)])[("t", 0)].offset == 10
+    assert not fresh.has_pending_txn_offsets("g", ("t", 0))
