@@ -68,6 +68,11 @@ class LogDirInUseError(RuntimeError):
     """Another process holds the log dir's lock."""
 
 
+class DuplicateLogDirError(RuntimeError):
+    """One partition's current replica in two log dirs at start-up: Kafka refuses to start
+    (LogManager.loadLog's IllegalStateException); the operator deletes one of them."""
+
+
 class PartitionDirError(errors.LogError):
     """A (topic, partition) whose directory would not be directly inside its log dir."""
 
@@ -300,6 +305,16 @@ class LogManager:
                 self.offline_partitions[tp] = str(exc)
                 continue
             loaded.update_high_watermark(loads.high_watermarks.get(tp, loaded.log_end_offset))
+            previous = self.logs.get(tp)
+            if previous is not None:
+                raise DuplicateLogDirError(
+                    f"Duplicate log directories for {tp[0]}-{tp[1]} are found in both "
+                    f"{loaded.dir} and {previous.dir}. It is likely because log directory "
+                    "failure happened while broker was replacing current replica with future "
+                    "replica. Recover broker from this failure by manually deleting one of the "
+                    "two directories for this partition. It is recommended to delete the "
+                    "partition in the log directory that is known to have failed recently."
+                )
             self.logs[tp] = loaded
         log.info(
             "loaded %d logs from %s in %.0f ms with %d recovery threads (%s)",
@@ -759,6 +774,7 @@ class LogManager:
         topic, partition = move.key
         future.flush()  # the bulk of the fsyncs, before appends are held up
         for _ in range(CATCH_UP_STEPS):  # and what came meanwhile, still without the lock
+            move.reconcile()
             if not move.copy_step():
                 break
         with current.lock:
@@ -788,12 +804,14 @@ class LogManager:
             if current.log_start_offset > future.log_start_offset:
                 future.maybe_increment_log_start_offset(current.log_start_offset)
             current.exchange_contents(future)
+            # Still under the log's lock: no one sees the swapped log beside a future log
+            # that now holds the old files.
+            with self._moves_lock:
+                self._moves.pop(move.key, None)
+                with self._logs_lock:
+                    self.future_logs.pop(move.key, None)
             held_ms = move.held_ms = (time.monotonic() - held) * 1000
         old = future  # now holds the old files, in `doomed`
-        with self._moves_lock:
-            self._moves.pop(move.key, None)
-            with self._logs_lock:
-                self.future_logs.pop(move.key, None)
         log.info(
             "moved %s-%d from %s to %s (appends held %.1f ms)",
             topic,

@@ -2,6 +2,7 @@
 while it is written (the future replica and its swap), a failed dir taken offline alone."""
 
 import os
+import shutil
 import threading
 import time
 
@@ -11,7 +12,12 @@ from brokerd.config import LogConfig
 from brokerd.log import errors
 from brokerd.log.future_replica import FutureReplicaMove
 from brokerd.log.log import parse_dir_name
-from brokerd.log.manager import LogManager, delete_dir_name, future_dir_name
+from brokerd.log.manager import (
+    DuplicateLogDirError,
+    LogManager,
+    delete_dir_name,
+    future_dir_name,
+)
 from brokerd.log.recovery import load_log
 
 from .helpers import batch, read_all
@@ -286,3 +292,17 @@ def test_a_move_failing_on_its_source_takes_the_source_offline(tmp_path):
     assert not list(b.glob("t-0*"))  # the copy is dropped
     manager.get_or_create_log("u", 0).append_as_leader(batch(b"b still works"), leader_epoch=0)
     manager.shutdown()
+
+
+def test_a_partition_in_two_dirs_refuses_the_start_as_kafka(tmp_path):
+    """Two current replicas of one partition (say, an operator's copy): as Kafka's
+    LogManager, the start-up stops and names both rather than serve one at random."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = started([a, b])
+    for i in range(5):
+        manager.get_or_create_log("t", 0).append_as_leader(batch(b"v-%d" % i), leader_epoch=0)
+    manager.shutdown()
+    shutil.copytree(a / "t-0", b / "t-0")
+    again = LogManager([a, b], LogConfig(segment_bytes=2000, file_delete_delay_ms=0))
+    with pytest.raises(DuplicateLogDirError, match="Duplicate log directories for t-0"):
+        again.startup()
