@@ -26,6 +26,7 @@ def hb(
     rebalance_ms=None,
     assignor=None,
     instance=None,
+    regex=None,
 ):
     return client.call(
         request(
@@ -40,7 +41,7 @@ def hb(
                 milliseconds=-1 if rebalance_ms is None else rebalance_ms
             ),
             subscribed_topic_names=tuple(topics) if topics is not None else None,
-            subscribed_topic_regex=None,
+            subscribed_topic_regex=regex,
             server_assignor=assignor,
             topic_partitions=None
             if owned is None
@@ -81,6 +82,9 @@ def test_validation_errors_are_kafkas(group_broker, topic_name):
         )
         assert hb(client, group, "", 0, [topic_name], {}, 60000).error_code == E.invalid_request
         assert hb(client, group, member, -3).error_code == E.invalid_request
+        assert hb(client, group, member, 0, None, {}, 60000, regex="(unclosed").error_code == (
+            E.invalid_regular_expression
+        )
         assert joined(client, group, member, topic_name, "sticky").error_code == (
             E.unsupported_assignor
         )

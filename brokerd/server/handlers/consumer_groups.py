@@ -141,7 +141,9 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
                 f"The group has subscribed to topics: {denied} which are not authorized.",
             )
     # The group's own settings (the GROUP config resource): read once, then watched.
-    group_configs = await ctx.dynamic_configs.groups.ensure(body.group_id) if body.group_id else {}
+    # (Read only where the group is served: no ZooKeeper read for a NOT_COORDINATOR.)
+    served = bool(body.group_id) and ctx.groups.check_group(body.group_id) == E.none
+    group_configs = await ctx.dynamic_configs.groups.ensure(body.group_id) if served else {}
     result = ctx.groups.consumer.heartbeat(
         HeartbeatRequest(
             group_id=body.group_id,
