@@ -27,20 +27,20 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 from kio.schema.describe_producers.v0 import request as describe_producers
-from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.list_transactions.v0.request import ListTransactionsRequest
-from kio.schema.types import ProducerId, TopicName, TransactionalId
+from kio.schema.types import ProducerId, TopicName
 from kio.schema.write_txn_markers.v1 import request as write_txn_markers
 from kio.static.primitive import i16, i32
 
-from brokerd.client.errors import KafkaClientError
+from brokerd.client.admin import AdminClient
+from brokerd.client.errors import KafkaClientError, KafkaResponseError
 from brokerd.client.sync import SyncClient
+from brokerd.client.transactions import TransactionDescription
 from brokerd.protocol.errors import ErrorCode
 
-TRANSACTION_KEY_TYPE = 1
 
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MINUTES = 15  # Kafka's transaction.max.timeout.ms default
@@ -150,21 +150,16 @@ async def _partitions(cluster, args) -> list[tuple[str, int]]:
     return out
 
 
-def _is_hanging(txn: OpenTransaction, description: Any | None) -> bool:
+def _is_hanging(txn: OpenTransaction, description: TransactionDescription | None) -> bool:
     """Kafka's rule: hanging unless the coordinator has this producer's transaction open
     (or ending) at this epoch, and on this partition when it is still Ongoing."""
-    if description is None or int(description.error_code) != ErrorCode.none:
+    if description is None or description.producer_id != txn.producer_id:
         return True
-    if int(description.producer_id) != txn.producer_id:
+    if description.state in ("PrepareCommit", "PrepareAbort"):
+        return description.producer_epoch != txn.producer_epoch
+    if description.state != "Ongoing" or description.producer_epoch != txn.producer_epoch:
         return True
-    state = str(description.transaction_state)
-    if state in ("PrepareCommit", "PrepareAbort"):
-        return int(description.producer_epoch) != txn.producer_epoch
-    if state != "Ongoing" or int(description.producer_epoch) != txn.producer_epoch:
-        return True
-    return not any(
-        str(t.topic) == txn.topic and txn.partition in t.partitions for t in description.topics
-    )
+    return (txn.topic, txn.partition) not in description.partitions
 
 
 async def _find_hanging(cluster, args) -> list[OpenTransaction]:
@@ -187,12 +182,12 @@ async def _find_hanging(cluster, args) -> list[OpenTransaction]:
         )
         for state in listed.transaction_states:
             ids_by_producer[int(state.producer_id)] = str(state.transactional_id)
-    descriptions: dict[int, Any] = {}
+    descriptions: dict[int, TransactionDescription] = {}
+    found = await AdminClient(cluster).describe_transactions(ids_by_producer.values())
     for producer_id, transactional_id in ids_by_producer.items():
-        try:
-            _, descriptions[producer_id] = await _describe(cluster, transactional_id)
-        except KafkaClientError:
-            continue  # gone meanwhile: nothing knows the transaction
+        description = found[transactional_id]
+        if isinstance(description, TransactionDescription):  # else gone meanwhile
+            descriptions[producer_id] = description
     return [t for t in candidates if _is_hanging(t, descriptions.get(t.producer_id))]
 
 
@@ -265,20 +260,13 @@ async def _list(cluster) -> list[tuple[str, int, int, str]]:
     return rows
 
 
-async def _describe(cluster, transactional_id: str) -> tuple[int, Any]:
-    connection = await cluster.any_connection()
-    found = await connection.call(10, {"key": transactional_id, "key_type": TRANSACTION_KEY_TYPE})
-    if found.error_code != ErrorCode.none:
-        raise KafkaClientError(f"FindCoordinator: {ErrorCode(found.error_code).name.upper()}")
-    node_id = int(found.node_id)
-    coordinator = await cluster.connection(node_id)
-    response = await coordinator.send(
-        DescribeTransactionsRequest(transactional_ids=(TransactionalId(transactional_id),))
-    )
-    [state] = response.transaction_states
-    if state.error_code != ErrorCode.none:
-        raise KafkaClientError(f"DescribeTransactions: {ErrorCode(state.error_code).name.upper()}")
-    return node_id, state
+async def _describe(cluster, transactional_id: str) -> TransactionDescription:
+    """The id's state from its coordinator, through the admin client (which reads the -1
+    start time Kafka answers for an id with no open transaction)."""
+    [found] = (await AdminClient(cluster).describe_transactions([transactional_id])).values()
+    if isinstance(found, KafkaResponseError):
+        raise KafkaClientError(f"DescribeTransactions: {ErrorCode(found.error_code).name.upper()}")
+    return found
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
@@ -339,10 +327,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             for transactional_id, node_id, producer_id, state in sorted(rows):
                 print(f"{transactional_id}\t{node_id}\t{producer_id}\t{state}", file=out)
             return 0
-        node_id, state = client.run(_describe(client.cluster, args.transactional_id))
-        start_ms = int(state.transaction_start_time.timestamp() * 1000)
-        ongoing = start_ms >= 0
-        partitions = ",".join(f"{t.topic}-{p}" for t in state.topics for p in sorted(t.partitions))
+        described = client.run(_describe(client.cluster, args.transactional_id))
+        start_ms = described.start_time_ms
+        partitions = ",".join(f"{topic}-{p}" for topic, p in described.partitions)
         print(
             "CoordinatorId\tTransactionalId\tProducerId\tProducerEpoch\tTransactionState\t"
             "TransactionTimeoutMs\tCurrentTransactionStartTimeMs\tTransactionDurationMs\t"
@@ -350,10 +337,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             file=out,
         )
         print(
-            f"{node_id}\t{state.transactional_id}\t{state.producer_id}\t{state.producer_epoch}\t"
-            f"{state.transaction_state}\t{int(state.transaction_timeout.total_seconds() * 1000)}\t"
-            f"{start_ms if ongoing else 'None'}\t"
-            f"{int(time.time() * 1000) - start_ms if ongoing else 'None'}\t{partitions}",
+            f"{described.coordinator_id}\t{described.transactional_id}\t"
+            f"{described.producer_id}\t{described.producer_epoch}\t{described.state}\t"
+            f"{described.timeout_ms}\t{start_ms}\t"
+            f"{None if start_ms is None else int(time.time() * 1000) - start_ms}\t{partitions}",
             file=out,
         )
         return 0

@@ -351,6 +351,15 @@ def test_brokerd_transactions_list_and_describe(txn_broker, topic_name):
     assert described["TopicPartitions"] == f"{topic_name}-1"
     assert int(described["TransactionDurationMs"]) >= 0
     producer.commit_transaction(TIMEOUT)
+    # An id with no transaction open (Empty after InitProducerId): Kafka answers its start
+    # time as -1, which the tool shows as None (it failed to read the answer before).
+    idle_id = f"tx-{uuid.uuid4()}"
+    transactional_producer(bootstrap, idle_id)
+    [header, row] = run("describe", "--transactional-id", idle_id)
+    described = dict(zip(header, row, strict=True))
+    assert described["TransactionState"] == "Empty"
+    assert described["CurrentTransactionStartTimeMs"] == "None"
+    assert described["TopicPartitions"] == ""
 
 
 def _open_ghost_transaction(bootstrap: str, topic: str, partition: int) -> int:
