@@ -79,7 +79,7 @@ class _Member:
         self.consumer.close()
 
 
-class _Producer:
+class SteadyProducer:
     """Keeps every partition receiving a record every few milliseconds."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int):
@@ -104,7 +104,7 @@ class _Producer:
         self.thread.join(10)
 
 
-def _wait(condition, timeout: float) -> None:
+def wait_until(condition, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -118,7 +118,7 @@ def _rebalance_seconds(bootstrap: str, size: int) -> float:
     topic = f"bench-rebalance-{size}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result
     admin.create_topics([NewTopic(topic, size, 1)])[topic].result(30)
-    producer = _Producer(bootstrap, topic, size)
+    producer = SteadyProducer(bootstrap, topic, size)
     group = f"bench-{size}-{uuid.uuid4().hex[:6]}"
     members = [_Member(bootstrap, group, topic) for _ in range(size - 1)]
     try:
@@ -127,11 +127,15 @@ def _rebalance_seconds(bootstrap: str, size: int) -> float:
             seen = sorted(p for m in group_members for p in m.partitions)
             return seen == list(range(size)) and all(m.partitions for m in group_members)
 
-        _wait(lambda: sorted(p for m in members for p in m.partitions) == list(range(size)), 120)
+        wait_until(
+            lambda: sorted(p for m in members for p in m.partitions) == list(range(size)), 120
+        )
         time.sleep(0.5)
         joined_at = time.monotonic()
         members.append(_Member(bootstrap, group, topic))
-        _wait(lambda: covered(members) and all(m.last_arrival > joined_at for m in members), 120)
+        wait_until(
+            lambda: covered(members) and all(m.last_arrival > joined_at for m in members), 120
+        )
         return time.monotonic() - joined_at
     finally:
         producer.close()

@@ -28,6 +28,7 @@ import uuid
 from pathlib import Path
 
 from bench import Result, say
+from bench.groups import SteadyProducer, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -79,39 +80,6 @@ class _Member:
         self.consumer.close()
 
 
-class _Producer:
-    """Keeps every partition receiving a record every few milliseconds."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int):
-        from confluent_kafka import Producer
-
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-        self.topic, self.partitions = topic, partitions
-        self.stopping = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stopping:
-            for partition in range(self.partitions):
-                self.producer.produce(self.topic, b"x", partition=partition)
-            self.producer.poll(0)
-            time.sleep(0.02)
-        self.producer.flush(10)
-
-    def close(self) -> None:
-        self.stopping = True
-        self.thread.join(10)
-
-
-def _wait(condition, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the group did not settle")
-        time.sleep(0.01)
-
-
 def _join_one(bootstrap: str, size: int, protocol: str) -> tuple[float, int]:
     """(seconds from a join to all N consuming, members of the N-1 disturbed)."""
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -119,7 +87,7 @@ def _join_one(bootstrap: str, size: int, protocol: str) -> tuple[float, int]:
     topic = f"bench-848-{protocol}-{size}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, size, 1)])[topic].result(30)
-    producer = _Producer(bootstrap, topic, size)
+    producer = SteadyProducer(bootstrap, topic, size)
     group = f"bench-848-{protocol}-{uuid.uuid4().hex[:6]}"
     members = [_Member(bootstrap, group, topic, protocol) for _ in range(size - 1)]
     try:
@@ -128,14 +96,16 @@ def _join_one(bootstrap: str, size: int, protocol: str) -> tuple[float, int]:
             seen = sorted(p for m in group_members for p in m.partitions)
             return seen == list(range(size)) and all(m.partitions for m in group_members)
 
-        _wait(lambda: covered(members), 180)
+        wait_until(lambda: covered(members), 180)
         # Settled: every member consuming (KIP-848 forms a group by many small steps, so
         # the last moved partitions may still be starting to fetch when all are assigned).
         settled_from = time.monotonic()
-        _wait(lambda: all(m.last_arrival > settled_from + 0.5 for m in members), 180)
+        wait_until(lambda: all(m.last_arrival > settled_from + 0.5 for m in members), 180)
         joined_at = time.monotonic()
         members.append(_Member(bootstrap, group, topic, protocol))
-        _wait(lambda: covered(members) and all(m.last_arrival > joined_at for m in members), 180)
+        wait_until(
+            lambda: covered(members) and all(m.last_arrival > joined_at for m in members), 180
+        )
         elapsed = time.monotonic() - joined_at
         disturbed = sum(1 for m in members[:-1] if any(t > joined_at for t, _ in m.changes))
         return elapsed, disturbed
