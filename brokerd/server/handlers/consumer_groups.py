@@ -26,22 +26,10 @@ from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
 from brokerd.security.acl import AclOperation, ResourceType
 
-from ..connection import current_peer
 from .context import HandlerContext
+from .groups import OPERATIONS_NOT_REQUESTED, _client_host, _ms
 
 E = ErrorCode
-OPERATIONS_NOT_REQUESTED = -(1 << 31)
-
-
-def _ms(value) -> int:
-    if isinstance(value, datetime.timedelta):
-        return int(value / datetime.timedelta(milliseconds=1))
-    return int(value)
-
-
-def _client_host() -> str:
-    peer = current_peer.get()
-    return f"/{peer[0]}" if peer else ""
 
 
 @functools.lru_cache(maxsize=1024)
