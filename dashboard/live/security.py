@@ -105,7 +105,8 @@ def _render(request, cluster: Cluster, status: int = 200, **forms):
             "operations": OPERATIONS,
             "mechanisms": sorted(MECHANISMS),
             "acl": forms.pop("acl", None) or {"pattern_type": "LITERAL", "host": "*"},
-            "user": forms.pop("user", None) or {"iterations": "8192"},
+            # Not "user": that name is the logged-in user the page header reads.
+            "scram_form": forms.pop("scram_form", None) or {"iterations": "8192"},
             **forms,
         },
         status=status,
@@ -194,7 +195,7 @@ def set_user(request, cluster_id: str):
     elif not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
         error = f"iterations are between {MIN_ITERATIONS} and {MAX_ITERATIONS}"
     if error:
-        return _render(request, cluster, 400, user=form, user_form_error=error)
+        return _render(request, cluster, 400, scram_form=form, user_form_error=error)
     details = {"mechanism": form["mechanism"], "iterations": iterations}
     try:
         with_cluster(
@@ -205,7 +206,7 @@ def set_user(request, cluster_id: str):
         )
     except KafkaClientError as exc:
         _audit(request, cluster, "user.upsert", name, details, error_text(exc))
-        return _render(request, cluster, 400, user=form, user_form_error=error_text(exc))
+        return _render(request, cluster, 400, scram_form=form, user_form_error=error_text(exc))
     _audit(request, cluster, "user.upsert", name, details, None)
     messages.success(request, f"{form['mechanism']} credential of {name} saved.")
     return redirect("security-page", cluster.name)

@@ -15,6 +15,9 @@ def test_an_operator_saves_a_scram_user_from_the_form(browser_page, live_dashboa
     log_in(page, live_dashboard)
     page.goto(f"{live_dashboard.url}/clusters/{live_dashboard.cluster}/security/")
     expect(page.locator("#acl-error")).to_contain_text("SECURITY_DISABLED")
+    # The header still knows who is logged in (the page's form once shadowed `user`).
+    expect(page.locator("header nav")).to_contain_text("Security")
+    expect(page.locator("form.logout")).to_contain_text("Log out")
     page.fill("#user-form input[name=user_name]", "gwen")
     page.select_option("#user-form select[name=mechanism]", "SCRAM-SHA-256")
     page.fill("#user-form input[name=password]", "gwen-pw")
