@@ -41,8 +41,6 @@ from brokerd.client.sync import SyncClient
 from brokerd.client.transactions import TransactionDescription
 from brokerd.protocol.errors import ErrorCode
 
-
-
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MINUTES = 15  # Kafka's transaction.max.timeout.ms default
 HANGING_HEADER = (
     "Topic",
