@@ -56,6 +56,9 @@ class MetadataCache:
         self.controller_id: int = -1
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
+        # Moves on whenever a topic name appears or goes: what was computed over the names
+        # (a regex subscription's matches) stays valid while it is unchanged.
+        self.topic_names_version = 0
         # Replicas the controller's UpdateMetadata named offline although their broker is
         # live (on a failed log dir, KIP-112): (topic, partition) -> broker ids.
         self.offline_replicas_on_live: dict[tuple[str, int], tuple[int, ...]] = {}
@@ -153,6 +156,7 @@ class MetadataCache:
         """Drop a deleted topic, for good: its id is never published again."""
         info = self.topics.pop(name, None)
         if info is not None:
+            self.topic_names_version += 1
             for partition in info.assignment:
                 self.offline_replicas_on_live.pop((name, partition), None)
             self._deleted_ids[info.topic_id] = None
@@ -231,6 +235,8 @@ class MetadataCache:
             if info.topic_id in self._deleted_ids:
                 out[name] = None  # deleted while we read it
                 continue
+            if name not in self.topics:
+                self.topic_names_version += 1
             self.topics[name] = info  # published whole: no half-read topic is ever seen
             out[name] = info
         return out

@@ -205,3 +205,26 @@ def test_a_static_member_comes_back_to_its_partitions_without_a_rebalance(group_
         ).groups[0]
         assert described.group_epoch == 2
         assert sorted(m.member_id for m in described.members) == sorted([a2, b])
+
+
+def test_a_hostile_regex_neither_stalls_the_broker_nor_is_taken(group_broker, topic_name):
+    """Regex subscriptions come from the network. Kafka matches them with RE2J: linear in
+    the topic name, no backreferences or lookaround (INVALID_REGULAR_EXPRESSION). Python's
+    backtracking `re` took 2**40 steps to fail `(a+)+$` on the topic below, stalling every
+    connection of the broker; RE2 answers at once and the member is assigned nothing."""
+    hostile_topic = "a" * 40 + "b"
+    create_topic(group_broker.bootstrap, hostile_topic, 1)
+    create_topic(group_broker.bootstrap, topic_name, 1)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with WireClient(group_broker.bootstrap) as client:
+        ready_coordinator(client, group)
+        for refused in [r"(t)\1", r"(?=t).*", r"(?<!x)t.*"]:
+            answer = hb(client, group, uuid.uuid4().hex, 0, None, {}, 60000, regex=refused)
+            assert answer.error_code == E.invalid_regular_expression, refused
+        member = uuid.uuid4().hex
+        joined = hb(client, group, member, 0, None, {}, 60000, regex="(a+)+$")
+        assert joined.error_code == E.none
+        assert only(parts(joined) or {}) == set()
+    # The broker still answers others, on other connections.
+    with WireClient(group_broker.bootstrap) as other:
+        assert other.call(request(18, 0)).error_code == E.none

@@ -10,10 +10,11 @@ group for a describe.
 from __future__ import annotations
 
 import datetime
-import functools
-import re
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
+
+import re2
 
 from brokerd.coordination.group_configs import (
     CONSUMER_HEARTBEAT_INTERVAL_MS,
@@ -32,25 +33,68 @@ from .groups import OPERATIONS_NOT_REQUESTED, _client_host, _ms
 E = ErrorCode
 
 
-@functools.lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
+# A regex comes from the network: RE2, as Kafka's RE2J, matches in time linear in the name
+# (no backtracking a pattern like (a+)+$ could stall the event loop with) and refuses what
+# only backtracking engines do (backreferences, lookaround); compiling is bounded in memory.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.max_mem = 1 << 20
+_RE2_OPTIONS.log_errors = False
+# Regexes kept compiled with their matches, least recently used dropped first.
+_MAX_CACHED_REGEXES = 256
+
+
+class InvalidRegex(ValueError):
+    pass
+
+
+class _RegexEntry:
+    __slots__ = ("compiled", "names_version", "matched")
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.names_version = -1
+        self.matched: list[str] = []
+
+
+_regexes: OrderedDict[str, _RegexEntry] = OrderedDict()
+
+
+def _regex(pattern: str) -> _RegexEntry:
+    entry = _regexes.get(pattern)
+    if entry is None:
+        try:
+            entry = _RegexEntry(re2.compile(pattern, _RE2_OPTIONS))
+        except re2.error as exc:
+            reason = exc.args[0] if exc.args else exc
+            if isinstance(reason, bytes):
+                reason = reason.decode("utf-8", "replace")
+            raise InvalidRegex(str(reason)) from None
+        _regexes[pattern] = entry
+        if len(_regexes) > _MAX_CACHED_REGEXES:
+            _regexes.popitem(last=False)
+    else:
+        _regexes.move_to_end(pattern)
+    return entry
 
 
 def _matching_topics(ctx: HandlerContext, pattern: str) -> list[str]:
     """The topics a regex subscription covers: Kafka's full match, internal topics left
-    out, and only those the caller may DESCRIBE. One pass over the topic names per
-    heartbeat of a regex member."""
+    out, and only those the caller may DESCRIBE. The names are matched again only after a
+    topic appeared or went, not at every heartbeat."""
     try:
-        compiled = _compiled(pattern)
-    except re.error:
+        entry = _regex(pattern)
+    except InvalidRegex:
         return []
-    matched = [
-        name
-        for name in ctx.metadata.topics
-        if not name.startswith("__") and compiled.fullmatch(name) is not None
-    ]
-    return sorted(ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, matched))
+    version = ctx.metadata.topic_names_version
+    if entry.names_version != version:
+        fullmatch = entry.compiled.fullmatch
+        entry.matched = [
+            name
+            for name in ctx.metadata.topics
+            if not name.startswith("__") and fullmatch(name) is not None
+        ]
+        entry.names_version = version
+    return sorted(ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, entry.matched))
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -117,8 +161,8 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
     regex = getattr(body, "subscribed_topic_regex", None)  # librdkafka sends "" for none
     if regex:
         try:
-            _compiled(regex)
-        except re.error as exc:
+            _regex(regex)
+        except InvalidRegex as exc:
             return failed(E.invalid_regular_expression, f"SubscribedTopicRegex {regex}: {exc}")
     if subscribed:
         allowed = ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)
