@@ -134,6 +134,13 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
         remaining = deadline - time.monotonic()
         if total >= body.min_bytes or has_error or remaining <= 0 or not everything:
             break
+        # What this pass found changed is answered after the wait too, though nothing may
+        # notify it again (a log start moved by retention, found by a sweep).
+        carried = (
+            [(r.topic, r.partition) for r in results if _changed(wanted[(r.topic, r.partition)], r)]
+            if incremental
+            else []
+        )
         _release(results)  # not enough yet: read again after the wait
         if incremental:
             assert session is not None
@@ -149,6 +156,9 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
             assert session is not None
             seq = purgatory.change_seq
             wanted = _session_reads(ctx, session, requested, time.monotonic(), full=False)
+            for key in carried:
+                if key not in wanted and key in session.partitions:
+                    wanted[key] = session.partitions[key]
             if denied:
                 wanted = OrderedDict((k, v) for k, v in wanted.items() if k not in denied)
             continue
@@ -161,13 +171,19 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
         results = [r for r in results if _changed(wanted[(r.topic, r.partition)], r)]
     results.extend(PartitionResult(t, p, ErrorCode.topic_authorization_failed) for t, p in denied)
     if session is not None:
-        pending = session.pending
-        for r in read:
-            key = (r.topic, r.partition)
-            pending.pop(key, None)
-            if not r.caught_up and key in session.partitions:
-                pending[key] = None  # read again next time, after those not served now
-        pending.update(dict.fromkeys(denied))
+        # Not caught up: read again next time. As Kafka's IncrementalFetchContext rotates
+        # its partitions, one that got data now goes after the others, and one that got
+        # nothing (max_bytes ran out before it) comes first, so none starves.
+        read_keys = {(r.topic, r.partition) for r in read}
+        behind = [
+            r for r in read if not r.caught_up and (r.topic, r.partition) in session.partitions
+        ]
+        session.pending = dict.fromkeys(
+            [(r.topic, r.partition) for r in behind if r.size == 0]
+            + [key for key in session.pending if key not in read_keys]
+            + [(r.topic, r.partition) for r in behind if r.size > 0]
+            + denied
+        )
         session.seen_seq = seq
         if not incremental:  # a new session read everything: no sweep due yet
             session.sweep_due = time.monotonic() + _sweep_interval(ctx)

@@ -21,7 +21,7 @@ from tests.unit.server.handler_context import broker_config, call, context, prod
 TOPICS = [f"s{n}" for n in range(24)]
 
 
-def _fetch(session_id, epoch, offsets: dict[str, int], wait_ms=0):
+def _fetch(session_id, epoch, offsets: dict[str, int], wait_ms=0, max_bytes=1 << 20):
     """Fetch v12 of partition 0 of each topic in `offsets` (from its offset)."""
     return request(
         1,
@@ -29,7 +29,7 @@ def _fetch(session_id, epoch, offsets: dict[str, int], wait_ms=0):
         replica_id=-1,
         max_wait=datetime.timedelta(milliseconds=wait_ms),
         min_bytes=1,
-        max_bytes=1 << 20,
+        max_bytes=max_bytes,
         isolation_level=0,
         session_id=session_id,
         session_epoch=epoch,
@@ -133,3 +133,40 @@ async def test_an_incremental_fetch_reads_only_what_changed(replicas, monkeypatc
     after_move = _answered(await call(handle_fetch, ctx, _fetch(session_id, 6, {"s20": 1})))
     assert after_move["s7"][0] == ErrorCode.not_leader_or_follower
     assert set(after_move) <= {"s7", "s20"} and len(reads) <= 2
+
+
+async def test_partitions_cut_by_max_bytes_take_their_turn(replicas):
+    """As Kafka's IncrementalFetchContext: a partition that got data goes after those that
+    got none because max_bytes ran out, so a consumer behind on many partitions is served
+    each in turn, not the first one over and over (it was)."""
+    names = ["r0", "r1", "r2"]
+    for name in names:
+        state = await replicas.create_topic(name, [LOCAL], [LOCAL])
+        await replicas.become(name, state, [LOCAL])
+    ctx = context(
+        broker_config({"broker.id": str(LOCAL)}),
+        metadata=replicas.metadata,
+        replicas=replicas.replicas,
+        log_manager=replicas.log_manager,
+        fetch_sessions=FetchSessionCache(10),
+    )
+    for name in names:
+        for n in range(3):
+            await call(handle_produce, ctx, produce_request(bytes(batch(b"%d" % n)), topic=name))
+    # max_bytes of 1: each answer carries the first batch of one partition only.
+    offsets = dict.fromkeys(names, 0)
+    opened = await call(handle_fetch, ctx, _fetch(0, 0, offsets, max_bytes=1))
+    served = [t for t, (_, _, size) in _answered(opened).items() if size > 0]
+    assert served == ["r0"]
+    session_id, order = opened.session_id, list(served)
+    for epoch in range(1, 4):
+        offsets[served[0]] += 1  # the consumer moves on where it got a batch
+        answer = await call(
+            handle_fetch,
+            ctx,
+            _fetch(session_id, epoch, {served[0]: offsets[served[0]]}, max_bytes=1),
+        )
+        served = [t for t, (_, _, size) in _answered(answer).items() if size > 0]
+        assert len(served) == 1
+        order += served
+    assert order == ["r0", "r1", "r2", "r0"]
