@@ -69,6 +69,9 @@ class _Index:
         self._pack = self.entry.pack  # bound once: appends are on the produce path
         # Readers on other threads write the pending entries too (before reading).
         self._pending_lock = threading.Lock()
+        # A lazy index is opened by whichever comes first: a reader's flush of pending
+        # entries, a roll's trim, a rebuild. Only one of them may open and map the file.
+        self._open_lock = threading.Lock()
         self._closed = False
         if writable:
             try:
@@ -115,16 +118,20 @@ class _Index:
         file = self._file
         if file is not None:
             return file
-        if self._closed:
-            raise ValueError(f"{self.path} is closed")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        file = os.fdopen(fd, "r+b", buffering=0)
-        if self._length:
-            file.truncate(self._length)
-        self._file = file
-        self._fd = fd
-        self._remap()
-        return file
+        with self._open_lock:
+            file = self._file
+            if file is not None:
+                return file
+            if self._closed:
+                raise ValueError(f"{self.path} is closed")
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            file = os.fdopen(fd, "r+b", buffering=0)
+            if self._length:
+                file.truncate(self._length)
+            self._fd = fd
+            self._file = file
+            self._remap()
+            return file
 
     def _round(self, size: int) -> int:
         return size - size % self.entry_size
