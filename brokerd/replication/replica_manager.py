@@ -704,46 +704,53 @@ class ReplicaManager:
             )
             pending.append((change, state, partition.zk_version))
         done: list[tuple[_IsrChange, PartitionState]] = []
-        for _attempt in range(ISR_WRITE_ATTEMPTS):
-            if not pending:
-                break
-            results = await self.zk.set_many(
-                [
-                    (
-                        zk_data.partition_state_path(c.partition.topic, c.partition.partition),
-                        zk_data.encode(state.to_json()),
-                        version,
-                    )
-                    for c, state, version in pending
-                ]
-            )
-            clashed = []
-            for (change, state, _version), result in zip(pending, results, strict=True):
-                if isinstance(result, BadVersionError):
-                    clashed.append((change, state))
-                elif not isinstance(result, Exception):  # NoNodeError: deleted meanwhile
-                    state.zk_version = result
-                    done.append((change, state))
-            if not clashed:
-                break
-            found = await self.zk.get_json_many(
-                [
-                    zk_data.partition_state_path(c.partition.topic, c.partition.partition)
-                    for c, _state in clashed
-                ]
-            )
-            pending = []
-            for (change, state), current in zip(clashed, found, strict=True):
-                if current is None:
-                    continue
-                now = PartitionState.from_json(*current)
-                # Against the epoch this ISR was computed at, not the partition's now: a
-                # LeaderAndIsr applied meanwhile must not let an ISR of its previous epoch
-                # (and that epoch number) overwrite the controller's newer state.
-                if now.leader != self.local_id or now.leader_epoch != state.leader_epoch:
-                    log.info("ISR change of %s refused: the controller moved on", change.key)
-                    continue
-                pending.append((change, state, now.zk_version))
+        # What was written is applied and announced even when a later round fails (a lost
+        # session): ZooKeeper holds those ISRs now, and the leader must act on the same.
+        try:
+            for _attempt in range(ISR_WRITE_ATTEMPTS):
+                if not pending:
+                    break
+                results = await self.zk.set_many(
+                    [
+                        (
+                            zk_data.partition_state_path(c.partition.topic, c.partition.partition),
+                            zk_data.encode(state.to_json()),
+                            version,
+                        )
+                        for c, state, version in pending
+                    ]
+                )
+                clashed = []
+                for (change, state, _version), result in zip(pending, results, strict=True):
+                    if isinstance(result, BadVersionError):
+                        clashed.append((change, state))
+                    elif not isinstance(result, Exception):  # NoNodeError: deleted meanwhile
+                        state.zk_version = result
+                        done.append((change, state))
+                if not clashed:
+                    break
+                found = await self.zk.get_json_many(
+                    [
+                        zk_data.partition_state_path(c.partition.topic, c.partition.partition)
+                        for c, _state in clashed
+                    ]
+                )
+                pending = []
+                for (change, state), current in zip(clashed, found, strict=True):
+                    if current is None:
+                        continue
+                    now = PartitionState.from_json(*current)
+                    # Against the epoch this ISR was computed at, not the partition's now: a
+                    # LeaderAndIsr applied meanwhile must not let an ISR of its previous epoch
+                    # (and that epoch number) overwrite the controller's newer state.
+                    if now.leader != self.local_id or now.leader_epoch != state.leader_epoch:
+                        log.info("ISR change of %s refused: the controller moved on", change.key)
+                        continue
+                    pending.append((change, state, now.zk_version))
+        finally:
+            await self._apply_written_isrs(done)
+
+    async def _apply_written_isrs(self, done: list[tuple[_IsrChange, PartitionState]]) -> None:
         changed: list[tuple[str, int]] = []
         for change, state in done:
             partition = change.partition
