@@ -90,11 +90,14 @@ class FetchPurgatory:
         for key in keys:
             self.notify(key)
 
-    def changes_since(self, seq: int) -> list[Key] | None:
+    def changes_since(self, seq: int, limit: int | None = None) -> list[Key] | None:
         """The partitions notified after change number `seq` (repeats possible), newest
-        first; None when the journal no longer reaches back that far."""
+        first; None when the journal no longer reaches back that far, or when there are
+        more than `limit` (reading them would cost more than reading everything)."""
         if seq >= self.change_seq:
             return []
+        if limit is not None and self.change_seq - seq > limit:
+            return None
         changes = self._changes
         if not changes or changes[0][0] > seq + 1:
             return None

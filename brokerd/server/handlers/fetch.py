@@ -32,6 +32,10 @@ from .context import HandlerContext
 
 log = logging.getLogger(__name__)
 
+# A parked session fetch registers on each of its partitions up to this many; a larger
+# session (a follower's) waits once for any of them.
+WATCHED_SESSION_PARTITIONS = 100
+
 FLEXIBLE_FROM = 12
 READ_COMMITTED = 1
 
@@ -142,12 +146,14 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
             else []
         )
         _release(results)  # not enough yet: read again after the wait
-        if incremental:
+        if incremental and len(everything) > WATCHED_SESSION_PARTITIONS:
             assert session is not None
-            # One wait for any partition of the session, not one registration each.
+            # One wait for any partition of a large session, not one registration each.
             woken = await purgatory.wait_any(session.partitions.__contains__, remaining)
         else:
-            woken = await purgatory.wait(list(wanted), remaining)
+            # Per partition: a notify then wakes only its own watchers, whatever the
+            # number of parked sessions (every parked wait_any is asked at every notify).
+            woken = await purgatory.wait(list(everything), remaining)
         if not woken and total == 0 and not purgatory.closed:
             # max_wait passed without an append or a HW move in any of them: the answer
             # is the (empty) one already read, not a second pass over every partition.
@@ -209,7 +215,8 @@ def _session_reads(
     the session's last answer and those pending, in that session's order of need; all of
     them when the journal no longer reaches back or the sweep is due (`full`)."""
     partitions = session.partitions
-    changed = ctx.replicas.purgatory.changes_since(session.seen_seq)
+    # A walk of the broker's changes longer than the session costs more than its reads.
+    changed = ctx.replicas.purgatory.changes_since(session.seen_seq, len(partitions))
     if full and (changed is None or now >= session.sweep_due):
         session.sweep_due = now + _sweep_interval(ctx)
         return partitions
