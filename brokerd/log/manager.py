@@ -168,7 +168,7 @@ class LogManager:
         self._moves_lock = threading.Lock()
         self._creation_lock = threading.Lock()
         # next_log_dir's partitions per dir, and the sizes of (logs, future_logs) they
-        # were counted at (see _dir_counts).
+        # were counted at (see _dir_counts); None after a delete, a move or a failed dir.
         self._counts_by_dir: dict[Path, int] = {}
         self._counted_sizes: tuple[int, int] | None = None
         # num.replica.alter.log.dirs.threads: Kafka's default is one per log dir.
@@ -489,6 +489,7 @@ class LogManager:
         with self._logs_lock:
             partition_log = self.logs.pop(tp, None)
             was_offline = self.offline_partitions.pop(tp, None) is not None
+            self._counted_sizes = None  # a delete then a create would leave the sizes equal
         if partition_log is not None:
             partition_log.delete()
             directory = partition_log.dir
@@ -810,6 +811,7 @@ class LogManager:
                 self._moves.pop(move.key, None)
                 with self._logs_lock:
                     self.future_logs.pop(move.key, None)
+                    self._counted_sizes = None  # the partition counts in its new dir now
             held_ms = move.held_ms = (time.monotonic() - held) * 1000
         old = future  # now holds the old files, in `doomed`
         log.info(
@@ -890,6 +892,7 @@ class LogManager:
             for tp, _ in failed:
                 del self.logs[tp]
                 self.offline_partitions[tp] = f"log dir {directory} is offline: {reason}"
+            self._counted_sizes = None
         for tp, partition_log in failed:
             try:
                 partition_log.delete()  # releases the files; the directory stays

@@ -306,3 +306,19 @@ def test_a_partition_in_two_dirs_refuses_the_start_as_kafka(tmp_path):
     again = LogManager([a, b], LogConfig(segment_bytes=2000, file_delete_delay_ms=0))
     with pytest.raises(DuplicateLogDirError, match="Duplicate log directories for t-0"):
         again.startup()
+
+
+def test_a_moved_partition_counts_in_its_new_dir_for_placement(tmp_path):
+    """After a move, new partitions are placed by the counts as they are now: the moved
+    partition counts in its new dir (the counts kept for next_log_dir were stale: a move
+    leaves the numbers of logs and future logs as they were)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = started([a, b])
+    placed = [manager.get_or_create_log("t", p).dir.parent for p in range(3)]
+    assert placed == [a, b, a]
+    moved = manager.get_log("t", 0)
+    manager.alter_log_dir("t", 0, str(b))
+    wait_for(lambda: moved.dir.parent == b and not manager.future_logs)
+    # Now a holds one partition and b two: the next goes to a.
+    assert manager.get_or_create_log("t", 3).dir.parent == a
+    manager.shutdown()
