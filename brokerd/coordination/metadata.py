@@ -59,6 +59,9 @@ class MetadataCache:
         # Moves on whenever a topic name appears or goes: what was computed over the names
         # (a regex subscription's matches) stays valid while it is unchanged.
         self.topic_names_version = 0
+        # Moves on whenever a topic appears, goes or is read again (its assignment, hence
+        # its partition count, may have changed); leadership moves do not count.
+        self.topics_version = 0
         # Replicas the controller's UpdateMetadata named offline although their broker is
         # live (on a failed log dir, KIP-112): (topic, partition) -> broker ids.
         self.offline_replicas_on_live: dict[tuple[str, int], tuple[int, ...]] = {}
@@ -157,6 +160,7 @@ class MetadataCache:
         info = self.topics.pop(name, None)
         if info is not None:
             self.topic_names_version += 1
+            self.topics_version += 1
             for partition in info.assignment:
                 self.offline_replicas_on_live.pop((name, partition), None)
             self._deleted_ids[info.topic_id] = None
@@ -237,6 +241,7 @@ class MetadataCache:
                 continue
             if name not in self.topics:
                 self.topic_names_version += 1
+            self.topics_version += 1
             self.topics[name] = info  # published whole: no half-read topic is ever seen
             out[name] = info
         return out

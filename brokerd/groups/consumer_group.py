@@ -96,8 +96,10 @@ class ConsumerGroup:
     assignment_epoch: int = 0
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
-    # Partition counts of the subscribed topics the target was computed from.
+    # Partition counts of the subscribed topics the target was computed from, and the
+    # metadata's topics_version they were last checked against.
     topic_partitions: dict[str, int] = field(default_factory=dict)
+    topics_checked_at: int = -1
 
     @property
     def state(self) -> ConsumerGroupState:

@@ -142,8 +142,10 @@ class ConsumerGroups:
             return error_result
         assert member is not None
         before = (member.member_epoch, member.assigned)
+        topics_version = self.manager.metadata.topics_version
         if self._update_member(cg, member, req):
             cg.bump_and_assign(self._partition_counts(cg.subscribed_topics()))
+            cg.topics_checked_at = topics_version
             log.info(
                 "consumer group %s at epoch %d (%d members, assignor %s)",
                 cg.group_id,
@@ -151,8 +153,11 @@ class ConsumerGroups:
                 len(cg.members),
                 cg.assignor_name(),
             )
-        else:
+        elif cg.topics_checked_at != topics_version:
+            # The subscribed topics' partition counts are read again only after the topics
+            # changed, not at every heartbeat (a union over every member's subscription).
             counts = self._partition_counts(cg.subscribed_topics())
+            cg.topics_checked_at = topics_version
             if counts != cg.topic_partitions:
                 cg.bump_and_assign(counts)
         cg.reconcile(member, req.owned)

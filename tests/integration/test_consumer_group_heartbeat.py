@@ -6,10 +6,11 @@ consumer group, and a classic member turned away from it."""
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 
 from brokerd.protocol.errors import ErrorCode as E
-from tests.compat.test_groups_clients import create_topic
+from tests.compat.test_groups_clients import add_partitions, create_topic
 from tests.integration.test_groups_protocol import commit, join, ready_coordinator
 from tests.integration.wire import WireClient, nested, request
 
@@ -228,3 +229,29 @@ def test_a_hostile_regex_neither_stalls_the_broker_nor_is_taken(group_broker, to
     # The broker still answers others, on other connections.
     with WireClient(group_broker.bootstrap) as other:
         assert other.call(request(18, 0)).error_code == E.none
+
+
+def test_new_partitions_of_a_subscribed_topic_are_assigned(group_broker, topic_name):
+    """The group follows its topics' partition counts (its heartbeats read them again only
+    after the broker's topic metadata changed, not each time)."""
+    create_topic(group_broker.bootstrap, topic_name, 2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with WireClient(group_broker.bootstrap) as client:
+        ready_coordinator(client, group)
+        member = uuid.uuid4().hex
+        first = joined(client, group, member, topic_name)
+        owned = parts(first)
+        assert only(owned) == {0, 1}
+        epoch = first.member_epoch
+        assert hb(client, group, member, epoch, owned=owned).member_epoch == epoch  # no change
+        add_partitions(group_broker.bootstrap, topic_name, 4)
+        deadline = time.monotonic() + 30
+        while True:
+            answer = hb(client, group, member, epoch, owned=owned)
+            assert answer.error_code == E.none
+            if answer.assignment is not None:
+                owned, epoch = parts(answer), answer.member_epoch
+            if only(owned) == {0, 1, 2, 3} or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert only(owned) == {0, 1, 2, 3} and epoch > first.member_epoch

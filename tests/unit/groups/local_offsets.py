@@ -29,6 +29,7 @@ class LocalMetadata:
     brokers: dict[int, object] = field(default_factory=lambda: {BROKER_ID: object()})
     topics: dict[str, Topic] = field(default_factory=dict)
     created: list[tuple] = field(default_factory=list)
+    topics_version: int = 0  # a test that changes `topics` moves it on
 
     def topic(self, name: str) -> Topic | None:
         return self.topics.get(name)
@@ -43,6 +44,7 @@ class LocalMetadata:
         if name in self.topics:
             raise KafkaError(ErrorCode.topic_already_exists)
         self.topics[name] = Topic(num_partitions)
+        self.topics_version += 1
         return {}, {}, self.topics[name]
 
 
