@@ -109,15 +109,28 @@ def produce_request(records: bytes, acks: int = 1, version: int = 9, topic: str 
     )
 
 
-def fetch_request(replica_id=-1, session_id=0, epoch=-1, topics=(), offset=0) -> Any:
-    """Fetch v12 of partition 0 of each of `topics` from `offset`, without waiting."""
+def fetch_request(
+    replica_id=-1,
+    session_id=0,
+    epoch=-1,
+    topics=(),
+    offset=0,
+    *,
+    offsets: dict[str, int] | None = None,
+    wait_ms=0,
+    max_bytes=1 << 20,
+) -> Any:
+    """Fetch v12 of partition 0 of each of `topics` from `offset` (or of each topic in
+    `offsets` from its own), waiting at most `wait_ms`."""
+    if offsets is None:
+        offsets = dict.fromkeys(topics, offset)
     return request(
         1,
         12,
         replica_id=replica_id,
-        max_wait=datetime.timedelta(milliseconds=0),
+        max_wait=datetime.timedelta(milliseconds=wait_ms),
         min_bytes=1,
-        max_bytes=1 << 20,
+        max_bytes=max_bytes,
         isolation_level=0,
         session_id=session_id,
         session_epoch=epoch,
@@ -133,7 +146,7 @@ def fetch_request(replica_id=-1, session_id=0, epoch=-1, topics=(), offset=0) ->
                         12,
                         "FetchPartition",
                         partition=0,
-                        fetch_offset=offset,
+                        fetch_offset=fetch_offset,
                         partition_max_bytes=1 << 20,
                         current_leader_epoch=-1,
                         log_start_offset=-1,
@@ -141,7 +154,7 @@ def fetch_request(replica_id=-1, session_id=0, epoch=-1, topics=(), offset=0) ->
                     ),
                 ),
             )
-            for name in topics
+            for name, fetch_offset in offsets.items()
         ),
         forgotten_topics_data=(),
         rack_id="",

@@ -5,7 +5,6 @@ Over a real replica manager (tests/unit/replication's set-up); the logs' reads c
 
 import asyncio
 import dataclasses
-import datetime
 
 from brokerd.coordination.zk_data import PartitionState
 from brokerd.log.log import Log
@@ -13,50 +12,23 @@ from brokerd.protocol.errors import ErrorCode
 from brokerd.server.fetch_session import FetchSessionCache
 from brokerd.server.handlers.fetch import handle_fetch
 from brokerd.server.handlers.produce import handle_produce
-from tests.integration.wire import nested, request
 from tests.integration.wire_calls import batch
 from tests.unit.replication.replica_setup import CONTROLLER_EPOCH, LOCAL, PEER
-from tests.unit.server.handler_context import broker_config, call, context, produce_request
+from tests.unit.server.handler_context import (
+    broker_config,
+    call,
+    context,
+    fetch_request,
+    produce_request,
+)
 
 TOPICS = [f"s{n}" for n in range(24)]
 
 
 def _fetch(session_id, epoch, offsets: dict[str, int], wait_ms=0, max_bytes=1 << 20):
     """Fetch v12 of partition 0 of each topic in `offsets` (from its offset)."""
-    return request(
-        1,
-        12,
-        replica_id=-1,
-        max_wait=datetime.timedelta(milliseconds=wait_ms),
-        min_bytes=1,
-        max_bytes=max_bytes,
-        isolation_level=0,
-        session_id=session_id,
-        session_epoch=epoch,
-        topics=tuple(
-            nested(
-                1,
-                12,
-                "FetchTopic",
-                topic=name,
-                partitions=(
-                    nested(
-                        1,
-                        12,
-                        "FetchPartition",
-                        partition=0,
-                        fetch_offset=offset,
-                        partition_max_bytes=1 << 20,
-                        current_leader_epoch=-1,
-                        log_start_offset=-1,
-                        last_fetched_epoch=-1,
-                    ),
-                ),
-            )
-            for name, offset in offsets.items()
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
+    return fetch_request(
+        session_id=session_id, epoch=epoch, offsets=offsets, wait_ms=wait_ms, max_bytes=max_bytes
     )
 
 
