@@ -61,7 +61,8 @@ def _serving(admin, topic: str, partitions: int, excluded: int | None = None) ->
     return True
 
 
-def _wait(check, timeout: float = 300) -> float:
+def timed_wait(check, timeout: float = 300) -> float:
+    """Seconds until `check()` holds (polled every 50 ms); TimeoutError after `timeout`."""
     started = time.monotonic()
     while not check():
         if time.monotonic() - started > timeout:
@@ -80,7 +81,7 @@ def _create(admin, topic: str, partitions: int) -> float:
         request_timeout=300,
     )
     futures[topic].result(300)
-    _wait(lambda: _serving(admin, topic, partitions))
+    timed_wait(lambda: _serving(admin, topic, partitions))
     return time.monotonic() - started
 
 
@@ -208,7 +209,9 @@ def run(quick: bool) -> list[Result]:
             already = len(stopping.output)
             started = time.monotonic()
             stopping.process.send_signal(signal.SIGTERM)
-            shutdown_s = _wait(lambda: "controlled shutdown succeeded" in stopping.output[already:])
+            shutdown_s = timed_wait(
+                lambda: "controlled shutdown succeeded" in stopping.output[already:]
+            )
             stopping.terminate(120)
             exited_s = time.monotonic() - started
             say(
@@ -228,12 +231,12 @@ def run(quick: bool) -> list[Result]:
                 )
             )
             cluster.brokers[stopping_id].start(120)
-            _wait(lambda: stopping_id in admin.list_topics(timeout=10).brokers)
+            timed_wait(lambda: stopping_id in admin.list_topics(timeout=10).brokers)
 
             controller = admin.list_topics(timeout=10).controller_id
             killed_at = time.monotonic()
             cluster.brokers[controller].kill()
-            _wait(
+            timed_wait(
                 lambda: (
                     _serving(admin, "scale-wide", wide, excluded=controller)
                     and admin.list_topics(timeout=10).controller_id not in (controller, -1)

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from bench import Result, say, scratch_dir
+from bench.scale import timed_wait
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -35,13 +36,8 @@ NARROW = 10
 LAG_S = 3.0  # tests/cluster's replica.lag.time.max.ms
 
 
-def _wait(check, timeout: float = 600) -> float:
-    started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > timeout:
-            raise TimeoutError("not reached")
-        time.sleep(0.05)
-    return time.monotonic() - started
+# The controller cases wait up to 10 minutes at 1,000 partitions.
+WAIT_S = 600
 
 
 def _partitions(admin, topic: str) -> dict:
@@ -83,7 +79,7 @@ def _create(admin, topic: str, partitions: int, replicas: dict[int, list[int]] |
             replica_assignment=[replicas[p] for p in range(partitions)],
         )
     admin.create_topics([new], operation_timeout=300, request_timeout=300)[topic].result(300)
-    _wait(lambda: _led(admin, topic, partitions) and _isrs_full(admin, topic))
+    timed_wait(lambda: _led(admin, topic, partitions) and _isrs_full(admin, topic), WAIT_S)
 
 
 def _shrink_and_expand(admin, cluster, topic: str) -> tuple[float, float, int]:
@@ -94,7 +90,7 @@ def _shrink_and_expand(admin, cluster, topic: str) -> tuple[float, float, int]:
     killed_at = time.monotonic()
     cluster.brokers[victim].kill()
     try:
-        _wait(lambda: _isrs_without(admin, topic, victim), timeout=180)
+        timed_wait(lambda: _isrs_without(admin, topic, victim), timeout=180)
     except TimeoutError:
         stuck = {
             p: (v.leader, v.isrs) for p, v in _partitions(admin, topic).items() if victim in v.isrs
@@ -103,7 +99,7 @@ def _shrink_and_expand(admin, cluster, topic: str) -> tuple[float, float, int]:
     shrink_s = time.monotonic() - killed_at
     started_at = time.monotonic()
     cluster.brokers[victim].start(120)
-    _wait(lambda: _isrs_full(admin, topic))
+    timed_wait(lambda: _isrs_full(admin, topic), WAIT_S)
     return shrink_s, time.monotonic() - started_at, victim
 
 
@@ -126,7 +122,7 @@ def _reassign(admin, client, topic: str, partitions: int) -> float:
     }  # [a, b] -> [b, c]: c added, a removed, b (a follower) leads
     started = time.monotonic()
     client.admin.alter_partition_reassignments(targets, timeout=300)
-    _wait(lambda: _moved(admin, client, topic, partitions, targets))
+    timed_wait(lambda: _moved(admin, client, topic, partitions, targets), WAIT_S)
     return time.monotonic() - started
 
 
