@@ -13,16 +13,9 @@ from __future__ import annotations
 
 import argparse
 import signal
-import time
 
-from tests.compat.group_member import Tracker, emit
-
-STOP = False
-
-
-def _stop(*_) -> None:
-    global STOP
-    STOP = True
+from tests.compat import group_member
+from tests.compat.group_member import consume_with_confluent
 
 
 def main() -> None:
@@ -37,9 +30,9 @@ def main() -> None:
     parser.add_argument("--commit", action="store_true", help="commit after each record")
     parser.add_argument("--delay-ms", type=int, default=0, help="processing time per record")
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGTERM, group_member._stop)  # ends consume_with_confluent
 
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import Consumer
 
     config = {
         "bootstrap.servers": args.bootstrap,
@@ -55,33 +48,7 @@ def main() -> None:
         config["group.remote.assignor"] = args.assignor
     if args.instance_id:
         config["group.instance.id"] = args.instance_id
-    consumer = Consumer(config)
-    consumer.subscribe([args.topic])
-    emit(ready=True)
-    tracker = Tracker()
-    try:
-        while not STOP:
-            message = consumer.poll(0.2)
-            tracker.update((tp.topic, tp.partition) for tp in consumer.assignment())
-            if message is None or message.error():
-                continue
-            time.sleep(args.delay_ms / 1000)
-            emit(record=[message.partition(), message.offset(), message.value().decode()])
-            if args.commit:
-                try:
-                    consumer.commit(
-                        offsets=[
-                            TopicPartition(
-                                message.topic(), message.partition(), message.offset() + 1
-                            )
-                        ],
-                        asynchronous=False,
-                    )
-                except KafkaException as exc:
-                    # At least once: the record comes again from the last commit.
-                    emit(commit_failed=str(exc))
-    finally:
-        consumer.close()
+    consume_with_confluent(Consumer(config), args, report_failed_commits=True)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ class Tracker:
 
 
 def run_confluent(args) -> None:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer
 
     strategy = {
         "range": "range",
@@ -65,7 +65,16 @@ def run_confluent(args) -> None:
     }
     if args.instance_id:
         config["group.instance.id"] = args.instance_id
-    consumer = Consumer(config)
+    consume_with_confluent(Consumer(config), args)
+
+
+def consume_with_confluent(consumer, args, report_failed_commits: bool = False) -> None:
+    """Subscribe, then print assignments and records until SIGTERM (committing each record
+    after it is printed with --commit). With `report_failed_commits`, a refused commit is
+    printed ({"commit_failed": ...}) and consuming goes on: the record comes again from
+    the last commit; else it ends the member."""
+    from confluent_kafka import KafkaException, TopicPartition
+
     consumer.subscribe([args.topic])
     emit(ready=True)
     tracker = Tracker()
@@ -78,12 +87,16 @@ def run_confluent(args) -> None:
             time.sleep(args.delay_ms / 1000)
             emit(record=[message.partition(), message.offset(), message.value().decode()])
             if args.commit:
-                consumer.commit(
-                    offsets=[
-                        TopicPartition(message.topic(), message.partition(), message.offset() + 1)
-                    ],
-                    asynchronous=False,
-                )
+                next_offset = message.offset() + 1
+                try:
+                    consumer.commit(
+                        offsets=[TopicPartition(message.topic(), message.partition(), next_offset)],
+                        asynchronous=False,
+                    )
+                except KafkaException as exc:
+                    if not report_failed_commits:
+                        raise
+                    emit(commit_failed=str(exc))
     finally:
         consumer.close()
 
