@@ -311,8 +311,8 @@ class Reassigner:
                 else:
                     plans[key] = (current, current.reassign_to(tuple(target)))
             changed = {key: wanted for key, (current, wanted) in plans.items() if wanted != current}
-            for key in await self._write_assignments(changed):
-                outcomes[key] = _UNKNOWN
+            for key, failed in (await self._write_assignments(changed)).items():
+                outcomes[key] = failed  # its topic znode is gone or kept changing
                 plans.pop(key)
             # Replaced or cancelled reassignments: their adding replicas that stay out go now.
             unneeded = [
@@ -360,10 +360,10 @@ class Reassigner:
                 done[key] = (current.target, states[key])
             else:
                 log.info("controller: %s-%d waits for a live in-sync target to lead", *key)
-        missing = await self._write_assignments(
+        failed = await self._write_assignments(
             {key: ReplicaAssignment(target) for key, (target, _state) in done.items()}
         )
-        for key in missing:
+        for key in failed:  # still ongoing: completed again at its next ISR change
             done.pop(key)
         if not done:
             return
@@ -509,10 +509,13 @@ class Reassigner:
 
     async def _write_assignments(
         self, assignments: Mapping[PartitionKey, ReplicaAssignment]
-    ) -> set[PartitionKey]:
+    ) -> dict[PartitionKey, Outcome]:
         """RS/AR/RR of many partitions in their topic znodes, each topic written once,
         conditional on its version and fenced, all topics in one batch (re-read in one
-        batch on a clash). The partitions whose topic znode is gone."""
+        batch on a clash). The partitions not written, each with its error: the topic
+        znode is gone, or it changed under every one of WRITE_ATTEMPTS writes (answered
+        per partition, as Kafka's controller answers each partition's own failure; the
+        other topics' partitions were written and go on)."""
         by_topic: dict[str, dict[int, ReplicaAssignment]] = {}
         for (topic, index), assignment in assignments.items():
             by_topic.setdefault(topic, {})[index] = assignment
@@ -531,6 +534,7 @@ class Reassigner:
                 _edit_topic_znode(data, by_topic[topic])
                 writes.append((zk_data.topic_path(topic), zk_data.encode(data), version))
                 topics.append(topic)
+            pending = []
             if not writes:
                 break
             try:
@@ -538,7 +542,6 @@ class Reassigner:
             except ControllerMovedError:
                 await self.on_superseded()
                 raise KafkaError(ErrorCode.not_controller) from None
-            pending = []
             for topic, result in zip(topics, results, strict=True):
                 if isinstance(result, BadVersionError):
                     pending.append(topic)
@@ -546,10 +549,20 @@ class Reassigner:
                     missing.update((topic, index) for index in by_topic[topic])
                 else:
                     self._cache_assignments(topic, by_topic[topic])
-        else:
-            if pending:
-                raise KafkaError(ErrorCode.unknown_server_error, f"{pending} kept changing")
-        return missing
+        failed: dict[PartitionKey, Outcome] = dict.fromkeys(missing, _UNKNOWN)
+        for topic in pending:  # left after the last attempt: it kept changing
+            log.warning(
+                "controller: topic znode of %s changed under %d writes; its reassignments "
+                "are refused",
+                topic,
+                WRITE_ATTEMPTS,
+            )
+            clashed: Outcome = (
+                ErrorCode.unknown_server_error,
+                f"The assignment of topic {topic} kept changing while it was written.",
+            )
+            failed.update(dict.fromkeys(((topic, index) for index in by_topic[topic]), clashed))
+        return failed
 
     def _cache_assignments(self, topic: str, assignments: Mapping[int, ReplicaAssignment]):
         info = self.cache.topic(topic)

@@ -146,3 +146,42 @@ async def test_one_refused_partition_does_not_hold_back_the_others(parts):
     assert znode["partitions"] == {"0": [1, 3, 2], "1": [1, 2], "2": [2, 3, 1]}
     assert znode["adding_replicas"] == {"0": [3], "2": [3]}
     assert znode["removing_replicas"] == {"0": [2], "2": [1]}
+
+
+async def test_a_topic_whose_znode_keeps_changing_fails_only_its_own_partitions(parts, own_session):
+    """Another writer changes topic "busy"'s znode before each of the reassigner's writes:
+    every write of it clashes. Its partitions are refused; those of "calm", written in the
+    same batches, are answered NONE and their reassignment goes on (every partition of the
+    request was failed before, though "calm" had been written)."""
+    zk, reassigner = own_session
+    await parts.create_topic("busy", {p: [1, 2] for p in range(3)})
+    await parts.create_topic("calm", {p: [1, 2] for p in range(3)})
+    original = zk.fenced_set_many
+
+    async def clashing(writes, fence):
+        busy = zk_data.topic_path("busy")
+        if any(path == busy for path, _data, _version in writes):
+            data, _version = await parts.zk.get(busy)
+            await parts.zk.set_raw(busy, data)  # same content, a newer version
+        return await original(writes, fence)
+
+    zk.fenced_set_many = clashing
+    keys = [(topic, p) for topic in ("busy", "calm") for p in range(3)]
+
+    results = await reassigner.alter(dict.fromkeys(keys, [1, 3]))
+
+    for p in range(3):
+        assert results[("calm", p)] == (ErrorCode.none, None)
+        code, message = results[("busy", p)]
+        assert code == ErrorCode.unknown_server_error
+        assert "busy" in message
+    calm = await parts.topic_znode("calm")
+    assert calm["partitions"] == {str(p): [1, 3, 2] for p in range(3)}
+    assert calm["adding_replicas"] == {str(p): [3] for p in range(3)}
+    busy = await parts.topic_znode("busy")
+    assert busy["partitions"] == {str(p): [1, 2] for p in range(3)}
+    assert sorted(reassigner.list()) == [("calm", p) for p in range(3)]
+    sent = parts.requests.take()
+    assert sent and all(kind == "LeaderAndIsr" for kind, *_ in sent)
+    for _kind, _broker, entries in sent:
+        assert sorted((t, i) for t, i, *_ in entries) == [("calm", p) for p in range(3)]
