@@ -75,6 +75,15 @@ async def _snapshot(ops: KafkaOps, admin: AdminApi, watch: Watch) -> dict[str, A
         return {"error": str(exc)}
 
 
+def _connection_settings(cluster: Cluster) -> tuple:
+    return (
+        cluster.security_fingerprint,
+        cluster.admin_endpoints,
+        cluster.admin_token_ref,
+        cluster.zookeeper_connect,
+    )
+
+
 class ClusterCollector:
     def __init__(self, cluster_name: str, interval: float | None = None):
         self.cluster_name = cluster_name
@@ -123,6 +132,17 @@ class ClusterCollector:
         ops = KafkaOps(client)
         try:
             while not self._stopping:
+                # The cluster's row is read again each round: changed bootstrap servers,
+                # security settings (a rotated password, a new certificate) or admin API
+                # settings take effect without restarting the platform.
+                changed = await self._changed_cluster(cluster)
+                if changed is not None:
+                    log.info("collector %s: connection settings changed", self.cluster_name)
+                    await client.close()
+                    cluster = changed
+                    admin = AdminApi(cluster, timeout=ADMIN_TIMEOUT_S)
+                    client = kafka_client(cluster)
+                    ops = KafkaOps(client)
                 try:
                     await self.collect_once(ops, admin, layer)
                 except Exception:  # one bad round must not end the page's updates
@@ -130,6 +150,16 @@ class ClusterCollector:
                 await asyncio.sleep(self.interval)
         finally:
             await client.close()
+
+    async def _changed_cluster(self, cluster: Cluster) -> Cluster | None:
+        """The cluster's row when what the collector connects with has changed since
+        `cluster` was read, else None (also when it cannot be read: the old settings stay)."""
+        try:
+            current = await database_sync_to_async(Cluster.objects.get)(pk=cluster.pk)
+        except Exception:  # the database away for a moment, or the cluster deleted
+            log.warning("collector %s: cannot re-read the cluster", self.cluster_name)
+            return None
+        return None if _connection_settings(current) == _connection_settings(cluster) else current
 
     async def collect_once(self, ops: KafkaOps, admin: AdminApi, layer) -> None:
         try:
