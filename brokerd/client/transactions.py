@@ -3,12 +3,16 @@
 `list_transactions` asks every broker (each coordinates the ids of its __transaction_state
 partitions); `describe_transactions` finds each id's coordinator (FindCoordinator key type 1)
 and asks it, one request per coordinator; `describe_producers` asks each partition's leader
-for its active producers (an open transaction shows as its first offset).
+for its active producers (an open transaction shows as its first offset); `fence_producer`
+is Admin.fenceProducers (KIP-618, what kafka-transactions.sh force-terminate and
+Admin.forceTerminateTransaction of KIP-939 call): InitProducerId for the id on its
+coordinator, which bumps the epoch, fences the producer and aborts its open transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
     from .cluster import Cluster, TopicPartition
 
 FIND_COORDINATOR = 10
+INIT_PRODUCER_ID = 22
 DESCRIBE_PRODUCERS = 61
 DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
@@ -127,6 +132,40 @@ class TransactionAdmin:
                 await self.cluster.refresh_metadata()
             return node_id
         raise AssertionError("unreachable")
+
+    async def fence_producer(
+        self, transactional_id: str, timeout_ms: int = 30_000
+    ) -> tuple[int, int]:
+        """Fence the current producer of `transactional_id` and abort its open transaction
+        (InitProducerId without producer id/epoch, transaction timeout 1 ms as Kafka's
+        FenceProducersHandler sends): the new (producer id, epoch). Retried as Kafka's
+        handler does: CONCURRENT_TRANSACTIONS (the abort's markers still out) and
+        COORDINATOR_LOAD_IN_PROGRESS after a backoff, NOT_COORDINATOR and
+        COORDINATOR_NOT_AVAILABLE at a coordinator found again; until `timeout_ms`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        retriable = _COORDINATOR_ERRORS | {ErrorCode.concurrent_transactions}
+        while True:
+            node_id = await self.transaction_coordinator(transactional_id)
+            try:
+                response = await self.cluster.call(
+                    node_id,
+                    INIT_PRODUCER_ID,
+                    {
+                        "transactional_id": transactional_id,
+                        "transaction_timeout": datetime.timedelta(milliseconds=1),
+                        "producer_id": -1,
+                        "producer_epoch": -1,
+                    },
+                )
+                code = int(response.error_code)
+            except KafkaConnectionError:
+                code = ErrorCode.coordinator_not_available
+            if code == ErrorCode.none:
+                return int(response.producer_id), int(response.producer_epoch)
+            if code not in retriable or loop.time() >= deadline:
+                check(code, None, f"fencing the producer of {transactional_id}")
+            await asyncio.sleep(self.cluster.retry_backoff)
 
     async def describe_transactions(
         self, transactional_ids: Iterable[str]

@@ -6,6 +6,7 @@
                  [--max-transaction-timeout MINUTES]
     transactions --bootstrap-server H:P abort --topic T --partition P
                  (--start-offset O | --producer-id I --producer-epoch E --coordinator-epoch C)
+    transactions --bootstrap-server H:P force-terminate --transactional-id T
 
 `list` asks every broker (ListTransactions) for the transactional ids it coordinates;
 `describe` finds the id's coordinator (FindCoordinator key type 1) and asks it
@@ -18,6 +19,9 @@ as Kafka's Admin.abortTransaction): with --start-offset the producer is the one 
 transaction starts there (DescribeProducers). WriteTxnMarkers is an inter-broker request:
 the leader takes it from a principal with CLUSTER_ACTION when an authorizer is on, else
 only on the brokers' listener, so point --bootstrap-server there for `abort`.
+`force-terminate` (Kafka 4.1's, KIP-939) ends the open transaction of a transactional id its
+coordinator knows: InitProducerId for the id (Admin.fenceProducers) fences the producer
+with a new epoch and aborts what it left open; it needs only WRITE on the id.
 Output follows Kafka's tool, tab-separated, column for column.
 """
 
@@ -56,8 +60,15 @@ HANGING_HEADER = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, help="host:port of a broker")
-    parser.add_argument("command", choices=("list", "describe", "find-hanging", "abort"))
-    parser.add_argument("--transactional-id", help="the id to describe")
+    parser.add_argument(
+        "command", choices=("list", "describe", "find-hanging", "abort", "force-terminate")
+    )
+    parser.add_argument(
+        "--transactional-id",
+        "--transactionalId",  # force-terminate's spelling in Kafka's tool
+        dest="transactional_id",
+        help="describe / force-terminate: the transactional id",
+    )
     parser.add_argument("--topic", help="find-hanging / abort: the topic")
     parser.add_argument("--partition", type=int, help="find-hanging / abort: the partition")
     parser.add_argument("--broker-id", type=int, help="find-hanging: partitions on this broker")
@@ -268,8 +279,8 @@ async def _describe(cluster, transactional_id: str) -> TransactionDescription:
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
-    if args.command == "describe" and not args.transactional_id:
-        return "describe needs --transactional-id"
+    if args.command in ("describe", "force-terminate") and not args.transactional_id:
+        return f"{args.command} needs --transactional-id"
     if args.command == "find-hanging":
         if (args.broker_id is None) == (args.topic is None):
             return "find-hanging needs one of --broker-id or --topic"
@@ -318,6 +329,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             return 0
         if args.command == "abort":
             client.run(_abort(client.cluster, args))
+            return 0
+        if args.command == "force-terminate":
+            client.run(AdminClient(client.cluster).fence_producer(args.transactional_id))
             return 0
         if args.command == "list":
             rows = client.run(_list(client.cluster))

@@ -485,3 +485,57 @@ def test_brokerd_transactions_find_hanging_and_abort(txn_broker, topic_name):
     live.commit_transaction(TIMEOUT)
     committed = read_all(bootstrap, topic_name, 2, "read_committed")
     assert [value for _, _, value in committed] == [b"after", b"live"]
+
+
+def test_brokerd_transactions_force_terminate(txn_broker, topic_name):
+    """kafka-transactions.sh force-terminate (Admin.fenceProducers): a live producer's open
+    transaction is aborted under a new epoch, the producer is fenced at its commit, its
+    records stay invisible to read_committed readers, and a new producer of the id works."""
+    import argparse
+    import io
+
+    from brokerd.tools import transactions as tool
+
+    bootstrap = txn_broker.bootstrap
+    create_topics(bootstrap, topic_name)
+    transactional_id = f"tx-{uuid.uuid4()}"
+    producer = transactional_producer(bootstrap, transactional_id)
+    producer.begin_transaction()
+    producer.produce(topic_name, b"stuck", partition=0)
+    producer.flush(TIMEOUT)
+
+    def run(*argv: str) -> tuple[int, list[list[str]], str]:
+        parser = argparse.ArgumentParser()
+        tool.add_arguments(parser)
+        out, err = io.StringIO(), io.StringIO()
+        code = tool.run(parser.parse_args(["--bootstrap-server", bootstrap, *argv]), out, err)
+        return code, [line.split("\t") for line in out.getvalue().splitlines()], err.getvalue()
+
+    code, _, err = run("force-terminate")
+    assert code == 1 and "needs --transactional-id" in err
+    [header, row] = run("describe", "--transactional-id", transactional_id)[1]
+    before = dict(zip(header, row, strict=True))
+    assert before["TransactionState"] == "Ongoing"
+    assert run("force-terminate", "--transactionalId", transactional_id)[0] == 0
+    [header, row] = run("describe", "--transactional-id", transactional_id)[1]
+    after = dict(zip(header, row, strict=True))
+    assert after["TransactionState"] in ("PrepareAbort", "CompleteAbort", "Empty")
+    assert after["ProducerId"] == before["ProducerId"]
+    assert int(after["ProducerEpoch"]) > int(before["ProducerEpoch"])
+    with pytest.raises(KafkaException) as fenced:
+        producer.commit_transaction(TIMEOUT)
+    assert fenced.value.args[0].code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    )
+    successor = transactional_producer(bootstrap, transactional_id)
+    successor.begin_transaction()
+    successor.produce(topic_name, b"after", partition=0)
+    successor.commit_transaction(TIMEOUT)
+    committed = read_all(bootstrap, topic_name, 2, "read_committed")
+    assert [value for _, _, value in committed] == [b"after"]
+    uncommitted = read_all(bootstrap, topic_name, 2, "read_uncommitted")
+    assert [value for _, _, value in uncommitted] == [b"stuck", b"after"]
+    # An id nobody used: InitProducerId creates it, as Kafka's does.
+    assert run("force-terminate", "--transactional-id", f"tx-{uuid.uuid4()}")[0] == 0
