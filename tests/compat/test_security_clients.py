@@ -336,6 +336,91 @@ def test_java_client_is_refused_until_acls_allow_it(sasl_ssl, pki, java):
     assert refused.error == "TopicAuthorizationException", refused.line
 
 
+# The certificates' names as principals: alice's (OU=eng) mapped to her common name by a
+# rule, bob's (OU=ops) matching no rule but DEFAULT, so his principal is the whole DN; the
+# brokers present the server certificate to each other and are the super user by its DN.
+MAPPING_RULES = r"RULE:^CN=([a-z]+),OU=eng,O=brokerd tests$/$1/L,DEFAULT"
+BROKER_DN = "CN=localhost,O=brokerd tests"
+BOB_DN = "CN=bob,OU=ops,O=brokerd tests"
+
+
+@pytest.fixture(scope="module")
+def mutual_tls_acls(zookeeper, tmp_path_factory, pki):
+    """SSL on both listeners with client certificates required, the AclAuthorizer, and
+    principals from the certificates' DNs mapped by ssl.principal.mapping.rules."""
+    props = ssl_props(
+        pki,
+        **{
+            "ssl.client.auth": "required",
+            "ssl.principal.mapping.rules": MAPPING_RULES,
+            "authorizer.class.name": AUTHORIZER,
+            "super.users": f"User:{BROKER_DN}",
+        },
+    )
+    process = new_broker(
+        zookeeper,
+        tmp_path_factory,
+        client_protocol="SSL",
+        internal_protocol="SSL",
+        num_partitions="1",
+        offsets_topic_num_partitions="1",
+        group_initial_rebalance_delay_ms="0",
+    )
+    process.props.update(props)
+    yield process.start()
+    process.kill()
+
+
+def java_certificate(broker, pki, identity) -> dict[str, str]:
+    return {**java_mutual_tls(broker, pki), "ssl.keystore.location": str(identity.keystore)}
+
+
+def test_java_client_over_mutual_tls_is_authorized_by_its_certificates_name(
+    mutual_tls_acls, pki, java
+):
+    """ACLs name the principal ssl.principal.mapping.rules make of the client certificate's
+    DN: `User:alice` by a rule, `User:CN=bob,OU=ops,O=brokerd tests` by DEFAULT."""
+    broker = mutual_tls_acls
+    operator = java_certificate(broker, pki, pki.server)  # the super user, by its DN
+    alice = java_certificate(broker, pki, pki.client)
+    bob = java_certificate(broker, pki, pki.other_client)
+    topic, group = new_name("dn"), new_name("dn-group")
+    created = java.run(operator, "create-topic", topic)
+    assert created.ok, created.line
+
+    refused = java.run(alice, "produce", topic, "1")
+    assert refused.error == "TopicAuthorizationException", refused.line
+    # The ACL on the DN itself does not name alice: the rule made her `alice`.
+    assert java.run(operator, "acl-add", topic, "User:CN=alice,OU=eng,O=brokerd tests", "WRITE").ok
+    refused = java.run(alice, "produce", topic, "1")
+    assert refused.error == "TopicAuthorizationException", refused.line
+    assert java.run(operator, "acl-add", topic, "User:alice", "WRITE").ok
+    produced = java.run(alice, "produce", topic, "20")
+    assert produced.ok, produced.line
+
+    refused = java.run(bob, "consume", topic, "20", group)
+    assert refused.error in ("TopicAuthorizationException", "GroupAuthorizationException")
+    assert java.run(operator, "acl-add", topic, f"User:{BOB_DN}", "READ").ok
+    refused = java.run(bob, "consume", topic, "20", group)
+    assert refused.error == "GroupAuthorizationException", refused.line
+    certificate_admin = AdminClient(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(pki.ca),
+            "ssl.certificate.location": str(pki.server.cert),
+            "ssl.key.location": str(pki.server.key),
+        }
+    )
+    binding = acl(f"User:{BOB_DN}", AclOperation.READ, ResourceType.GROUP, group)
+    certificate_admin.create_acls([binding])[binding].result(30)
+    consumed = java.run(bob, "consume", topic, "20", group)
+    assert consumed.ok, consumed.line
+    assert sorted(consumed.words[1].split(",")) == sorted(f"v{i}" for i in range(20))
+    described = java.run(operator, "acl-describe", topic, f"User:{BOB_DN}", "ANY")
+    assert described.words == ["acls", "1"], described.line
+
+
 # --- aiokafka and kcat ---------------------------------------------------------------------
 
 
