@@ -172,6 +172,69 @@ def test_renewed_certificates_are_served_without_a_restart(mtls_broker, pki, tmp
     assert "reloaded its key and trust stores" in mtls_broker.output
 
 
+def test_a_key_store_altered_as_a_dynamic_broker_config_is_served(tls_broker, pki, tmp_path):
+    """Kafka's way to rotate a listener's certificate: kafka-configs --alter --entity-type
+    brokers --entity-name <id> --add-config listener.name.<l>.ssl.keystore.location=<new
+    file> (IncrementalAlterConfigs, here from confluent-kafka over the SSL listener itself):
+    new connections get the new certificate, without a restart."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from tests.tls_certs import _issue
+
+    ca = (pki.ca.with_suffix(".key"), pki.ca)
+    rotated = _issue(tmp_path, "rotated", "/O=brokerd tests/CN=rotated", ca, san="IP:127.0.0.1")
+
+    def served_common_name() -> str:
+        with TlsWireClient(tls_broker.bootstrap, client_context(pki)) as client:
+            subject = dict(rdn[0] for rdn in client.sock.getpeercert()["subject"])
+            return subject["commonName"]
+
+    assert served_common_name() == "localhost"
+    admin = AdminClient(
+        {
+            "bootstrap.servers": tls_broker.bootstrap,
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(pki.ca),
+        }
+    )
+    resource = ConfigResource(
+        ConfigResource.Type.BROKER,
+        str(tls_broker.broker_id),
+        incremental_configs=[
+            ConfigEntry(
+                "listener.name.ssl.ssl.keystore.location",
+                str(rotated.keystore),
+                incremental_operation=AlterConfigOpType.SET,
+            )
+        ],
+    )
+    try:
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(30)
+        deadline = time.monotonic() + 15
+        while served_common_name() != "rotated":
+            assert time.monotonic() < deadline, "the altered key store was never served"
+            time.sleep(0.3)
+    finally:  # the module's other tests expect the first certificate again
+        resource = ConfigResource(
+            ConfigResource.Type.BROKER,
+            str(tls_broker.broker_id),
+            incremental_configs=[
+                ConfigEntry(
+                    "listener.name.ssl.ssl.keystore.location",
+                    None,
+                    incremental_operation=AlterConfigOpType.DELETE,
+                )
+            ],
+        )
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(30)
+    deadline = time.monotonic() + 15
+    while served_common_name() != "localhost":
+        assert time.monotonic() < deadline, "the static key store did not come back"
+        time.sleep(0.3)
+
+
 # Configs and principals (real handshakes in this process) ----------------------------------
 BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:1", "log.dirs": "/tmp/unused"}
 
