@@ -309,17 +309,25 @@ class SparkLoad(models.Model):
 
 
 class HistorySample(models.Model):
-    """A point of lag or throughput history (kept by the platform, not the brokers)."""
+    """A point of lag or throughput history (kept by the platform, not the brokers).
+
+    THROUGHPUT is a topic's records/s from high-watermark growth (any Kafka cluster);
+    BYTES_IN, BYTES_OUT and RECORDS_IN are per second from the brokers' BrokerTopicMetrics
+    (brokerd's admin API): per topic (`topic` set) or per broker (`broker` set)."""
 
     class Kind(models.TextChoices):
         LAG = "lag"
         THROUGHPUT = "throughput"
+        BYTES_IN = "bytes_in"
+        BYTES_OUT = "bytes_out"
+        RECORDS_IN = "records_in"
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="history")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     topic = models.CharField(max_length=249, blank=True)
     group = models.CharField(max_length=255, blank=True)
     partition = models.IntegerField(null=True, blank=True)
+    broker = models.IntegerField(null=True, blank=True)
     value = models.FloatField()
     timestamp = models.DateTimeField(db_index=True)
 
@@ -327,6 +335,7 @@ class HistorySample(models.Model):
         indexes = [
             models.Index(fields=["cluster", "kind", "group", "timestamp"]),
             models.Index(fields=["cluster", "kind", "topic", "timestamp"]),
+            models.Index(fields=["cluster", "kind", "broker", "timestamp"]),
         ]
 
 
