@@ -1,8 +1,9 @@
 """Replication over SASL: three brokers whose INTERNAL (inter-broker) listener is
-SASL_PLAINTEXT with PLAIN or SCRAM-SHA-512 (the broker user created in ZooKeeper first), so followers, the controller channel and controlled shutdown
-authenticate with sasl.mechanism.inter.broker.protocol and the listener's JAAS
-username/password. Sessions last connections.max.reauth.ms=3000, so brokers' own
-connections must renew them while replicating. acks=all through a leader kill and a
+SASL_PLAINTEXT with PLAIN, or SASL_SSL (TLS with the brokers' PEM stores, then SCRAM-SHA-512
+as the broker user created in ZooKeeper first), so followers, the controller channel and
+controlled shutdown authenticate with sasl.mechanism.inter.broker.protocol and the
+listener's JAAS username/password. Sessions last connections.max.reauth.ms=3000, so brokers'
+own connections must renew them while replicating. acks=all through a leader kill and a
 graceful restart: every acknowledged record survives once."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 from tests.integration.test_sasl_scram import brokerd_configs
 from tests.integration.wire import WireClient, request
 from tests.sasl_support import plain_jaas
+from tests.tls_certs import make_pki, ssl_props
 
 from .checker import Workload, check_queue, check_replicas_identical, consume_all, create_topic
 from .conftest import Cluster
@@ -32,12 +34,17 @@ def sasl_props(mechanism: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture(params=["PLAIN", "SCRAM-SHA-512"])
+@pytest.fixture(
+    params=[("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")],
+    ids=["SASL_PLAINTEXT-PLAIN", "SASL_SSL-SCRAM-SHA-512"],
+)
 def sasl_cluster(request, zookeeper, tmp_path_factory):
-    made = Cluster(
-        zookeeper, tmp_path_factory, internal_protocol="SASL_PLAINTEXT", **sasl_props(request.param)
-    )
-    if request.param.startswith("SCRAM"):
+    protocol, mechanism = request.param
+    props = sasl_props(mechanism)
+    if protocol == "SASL_SSL":
+        props.update(ssl_props(make_pki(tmp_path_factory.mktemp("pki"))))
+    made = Cluster(zookeeper, tmp_path_factory, internal_protocol=protocol, **props)
+    if mechanism.startswith("SCRAM"):
         done = brokerd_configs(
             made.brokers[1].props["zookeeper.connect"],
             "--alter",
