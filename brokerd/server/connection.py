@@ -54,6 +54,9 @@ current_principal: contextvars.ContextVar[str] = contextvars.ContextVar(
 # Under TLS a file region is read and written in chunks of this size (sendfile cannot
 # encrypt): large enough to keep per-chunk overhead low, small enough to bound memory.
 TLS_CHUNK_BYTES = 256 * 1024
+# Requests one connection may have answered while reading (no pass of the event loop between
+# them) before the reader lets the loop run: the writer and other connections wait no longer.
+ANSWERED_IN_A_ROW_MAX = 16
 
 
 @dataclass(slots=True)
@@ -144,6 +147,7 @@ class Connection:
         self._memory = services.memory
         self._reading: Reservation = UNBOUNDED  # the frame being read
         self._sequencer = RequestSequencer()
+        self._answered_in_a_row = 0  # requests handled while reading, without a loop pass
         # Requests started or waiting to: at most queued.max.requests read ahead.
         self._slots = asyncio.Semaphore(services.max_queued_requests)
         self._pending: asyncio.Queue = asyncio.Queue()  # (request, handling), in order
@@ -305,6 +309,13 @@ class Connection:
         handling.add_done_callback(lambda _: held.release())
         self._owed += 1
         self._pending.put_nowait((request, handling))
+        if handling.done():
+            # Answered without the loop (a Produce runs at once, see request_order): after a
+            # few, let the loop run the writer and the other connections before reading on.
+            self._answered_in_a_row += 1
+            if self._answered_in_a_row >= ANSWERED_IN_A_ROW_MAX:
+                self._answered_in_a_row = 0
+                await asyncio.sleep(0)
 
     async def _handle(self, request: Request) -> Any:
         current_peer.set(self.peer)
