@@ -25,7 +25,7 @@ from kazoo.exceptions import (
 )
 from kazoo.retry import KazooRetry
 
-from . import zk_data
+from . import zk_connection, zk_data
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,8 @@ class ZkClient:
             connection_retry=KazooRetry(max_tries=-1, max_delay=2),
             command_retry=KazooRetry(max_tries=3, max_delay=1),
         )
+        # Every request of a pipelined batch written in one turn of kazoo's loop.
+        zk_connection.install(self._kazoo)
         self._kazoo.add_listener(self._on_state)
         self._closing = False
         self.reads = 0  # znode reads (get, children, exists) sent, for the metrics
