@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import logging
+import struct
+from typing import Any
+
+from kio.serial import entity_writer
 
 from brokerd.config import BrokerConfig
 from brokerd.coordination.zk_data import kafka_uuid_to_uuid, uuid_to_kafka
 from brokerd.protocol.errors import ErrorCode, KafkaError
-from brokerd.protocol.framing import Request
-from brokerd.protocol.messages import NO_THROTTLE, build, response_module
+from brokerd.protocol.framing import Request, encode_body, response_header
+from brokerd.protocol.messages import NO_THROTTLE, build, has_field, response_module
 from brokerd.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     CLUSTER_NAME,
@@ -113,24 +118,37 @@ async def handle_metadata(ctx: HandlerContext, request: Request):
         getattr(body, "allow_auto_topic_creation", True)
         and ctx.config.server_log.auto_create_topics_enable
     )
-    topics = []
+    found: list[Any] = []  # TopicInfo to describe, or a topic's error entry
     if all_topics:
         infos = sorted(ctx.metadata.topics.values(), key=lambda t: t.name)
         # ACLs: topics the principal may not DESCRIBE are left out.
         described = ctx.auth.filter(
             AclOperation.DESCRIBE, ResourceType.TOPIC, (i.name for i in infos)
         )
-        for info in infos:
-            if info.name in described:
-                topics.append(_topic_entry(module, ctx, info))
+        found = [info for info in infos if info.name in described]
     else:
         named = (r.name for r in body.topics if r.name is not None)
         described = ctx.auth.filter(AclOperation.DESCRIBE, ResourceType.TOPIC, named)
         for requested in body.topics:
-            topics.append(
+            found.append(
                 await _requested_topic(ctx, module, requested, allow_auto_create, described)
             )
+    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+    if getattr(body, "include_cluster_authorized_operations", False):
+        cluster_operations = ctx.auth.operations(ResourceType.CLUSTER, CLUSTER_NAME)
+    response = build(
+        module.MetadataResponse,
+        throttle_time=NO_THROTTLE,
+        brokers=_broker_entries(
+            ctx, module.MetadataResponseBroker, request_listener_name(ctx.config), "node_id"
+        ),
+        cluster_id=ctx.metadata.cluster_id,
+        controller_id=ctx.metadata.controller_id,
+        topics=(),
+        cluster_authorized_operations=cluster_operations,
+    )
     if getattr(body, "include_topic_authorized_operations", False):
+        topics = [_topic_entry(module, ctx, t) if _is_info(t) else t for t in found]
         topics = [
             dataclasses.replace(
                 t, topic_authorized_operations=ctx.auth.operations(ResourceType.TOPIC, t.name)
@@ -139,25 +157,127 @@ async def handle_metadata(ctx: HandlerContext, request: Request):
             else t
             for t in topics
         ]
-    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
-    if getattr(body, "include_cluster_authorized_operations", False):
-        cluster_operations = ctx.auth.operations(ResourceType.CLUSTER, CLUSTER_NAME)
-    return build(
-        module.MetadataResponse,
-        throttle_time=NO_THROTTLE,
-        brokers=_broker_entries(
-            ctx, module.MetadataResponseBroker, request_listener_name(ctx.config), "node_id"
-        ),
-        cluster_id=ctx.metadata.cluster_id,
-        controller_id=ctx.metadata.controller_id,
-        topics=tuple(topics),
-        cluster_authorized_operations=cluster_operations,
+        return dataclasses.replace(response, topics=tuple(topics))
+    # The answer is spliced from encoded topics, each partition's entry encoded once for
+    # as long as its values stay the same (see _encoded_partitions).
+    encoded = [_encoded_topic(module, ctx, t) if _is_info(t) else encode_body(t) for t in found]
+    flexible = response.__flexible__
+    payload = response_header(request.api_key, request.correlation_id, flexible)
+    payload += _spliced(
+        encode_body(response),
+        len(encoded),
+        b"".join(encoded),
+        flexible,
+        has_field(module.MetadataResponse, "cluster_authorized_operations"),
     )
+    return _SIZE.pack(len(payload)) + payload
+
+
+def _is_info(found: Any) -> bool:
+    return hasattr(found, "assignment")  # a TopicInfo, not an error entry
+
+
+# Encoded partition entries, per response version and topic id: partition -> (its values,
+# its bytes). Content-keyed, so never stale; entries of topics gone are dropped in passing.
+_PARTITIONS: dict[tuple[type, str], dict[int, tuple[tuple, bytes]]] = {}
+_SIZE = struct.Struct(">i")
+
+
+def _encoded_partitions(module, ctx: HandlerContext, info) -> tuple[int, bytes]:
+    cls = module.MetadataResponsePartition
+    key = (cls, info.topic_id)
+    cache = _PARTITIONS.get(key)
+    if cache is None:
+        if len(_PARTITIONS) > 2 * len(ctx.metadata.topics) + 64:
+            current = {t.topic_id for t in ctx.metadata.topics.values()}
+            for stale in [k for k in _PARTITIONS if k[1] not in current]:
+                del _PARTITIONS[stale]
+        cache = _PARTITIONS[key] = {}
+    live = ctx.metadata.brokers
+    offline_replicas = ctx.metadata.offline_replicas
+    write = entity_writer(cls)
+    chunks = []
+    for partition, replicas in sorted(info.assignment.items()):
+        state = info.states.get(partition)
+        if state is None:
+            values: tuple = (ErrorCode.leader_not_available, -1, -1, tuple(replicas), (), ())
+        else:
+            leader_alive = state.leader in live
+            values = (
+                ErrorCode.none if leader_alive else ErrorCode.leader_not_available,
+                state.leader if leader_alive else -1,
+                state.leader_epoch,
+                tuple(replicas),
+                tuple(state.isr),
+                offline_replicas(info.name, partition, replicas),
+            )
+        kept = cache.get(partition)
+        if kept is not None and kept[0] == values:
+            chunks.append(kept[1])
+            continue
+        entry = build(
+            cls,
+            error_code=values[0],
+            partition_index=partition,
+            leader_id=values[1],
+            leader_epoch=values[2],
+            replica_nodes=values[3],
+            isr_nodes=values[4],
+            offline_replicas=values[5],
+        )
+        buffer = io.BytesIO()
+        write(buffer, entry)
+        data = buffer.getvalue()
+        cache[partition] = (values, data)
+        chunks.append(data)
+    return len(chunks), b"".join(chunks)
+
+
+def _encoded_topic(module, ctx: HandlerContext, info) -> bytes:
+    count, partitions = _encoded_partitions(module, ctx, info)
+    cls = module.MetadataResponseTopic
+    empty = build(
+        cls,
+        error_code=ErrorCode.none,
+        name=info.name,
+        topic_id=kafka_uuid_to_uuid(info.topic_id),
+        is_internal=info.name in INTERNAL_TOPICS,
+        partitions=(),
+    )
+    return _spliced(
+        encode_body(empty),
+        count,
+        partitions,
+        cls.__flexible__,
+        has_field(cls, "topic_authorized_operations"),
+    )
+
+
+def _spliced(encoded: bytes, count: int, items: bytes, flexible: bool, int32_after: bool) -> bytes:
+    """`encoded` (an entity whose last array, empty, is followed only by an optional int32
+    and, when flexible, its empty tagged fields) with `count` encoded `items` in that array."""
+    trailer = (4 if int32_after else 0) + (1 if flexible else 0)
+    end = len(encoded) - trailer
+    if flexible:
+        assert encoded[end - 1] == 1  # a compact array's length + 1, as an unsigned varint
+        return encoded[: end - 1] + _uvarint(count + 1) + items + encoded[end:]
+    assert encoded[end - 4 : end] == b"\0\0\0\0"
+    return encoded[: end - 4] + _SIZE.pack(count) + items + encoded[end:]
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 async def _requested_topic(
     ctx: HandlerContext, module, requested, allow_auto_create, described: set[str]
 ):
+    """The topic's metadata to answer (a TopicInfo), or its error entry."""
     name = requested.name
     topic_id = getattr(requested, "topic_id", None)
     if name is None and topic_id is not None:
@@ -166,12 +286,12 @@ async def _requested_topic(
             return _error_topic(module, None, ErrorCode.unknown_topic_id, topic_id)
         if not ctx.auth.topic(AclOperation.DESCRIBE, info.name):
             return _error_topic(module, None, ErrorCode.topic_authorization_failed, topic_id)
-        return _topic_entry(module, ctx, info)
+        return info
     if name not in described:  # denied and missing look alike (Kafka)
         return _error_topic(module, name, ErrorCode.topic_authorization_failed)
     info = ctx.metadata.topic(name)
     if info is not None:
-        return _topic_entry(module, ctx, info)
+        return info
     try:
         validate_topic_name(name)
     except KafkaError:
@@ -190,9 +310,9 @@ async def _requested_topic(
         if exc.error_code == ErrorCode.topic_already_exists:
             info = ctx.metadata.topic(name)
             if info is not None:
-                return _topic_entry(module, ctx, info)
+                return info
         return _error_topic(module, name, ErrorCode.leader_not_available)
-    return _topic_entry(module, ctx, info)
+    return info
 
 
 async def handle_describe_cluster(ctx: HandlerContext, request: Request):
