@@ -72,6 +72,12 @@ class CoordinatorReplicas(Protocol):
 
 class TopicView(Protocol):
     @property
+    def name(self) -> str: ...
+
+    @property
+    def topic_id(self) -> str: ...  # Kafka's base64 form
+
+    @property
     def partition_count(self) -> int: ...
 
 
@@ -91,6 +97,8 @@ class CoordinatorMetadata(Protocol):
     def topics_version(self) -> int: ...
 
     def topic(self, name: str) -> TopicView | None: ...
+
+    def topic_by_id(self, topic_id: str) -> TopicView | None: ...
 
     def partition_state(self, topic: str, partition: int) -> PartitionLeader | None: ...
 

@@ -100,6 +100,11 @@ class ConsumerGroup:
     # metadata's topics_version they were last checked against.
     topic_partitions: dict[str, int] = field(default_factory=dict)
     topics_checked_at: int = -1
+    # What is written to __consumer_offsets (consumer_group_records): key -> value bytes,
+    # the members and the (group, assignment) epochs those records hold.
+    persisted: dict[bytes, bytes] = field(default_factory=dict)
+    persisted_members: set[str] = field(default_factory=set)
+    persisted_epochs: tuple[int, int] = (-1, -1)
 
     @property
     def state(self) -> ConsumerGroupState:

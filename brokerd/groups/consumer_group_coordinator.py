@@ -3,10 +3,11 @@ consumer groups of the new protocol, as Kafka's GroupMetadataManager.consumerGro
 
 A consumer group lives on the same `Group` object as a classic group would (its `consumer`
 part), so the offsets, loading, unloading, expiry and deletion of GroupMetadataManager serve
-both kinds. What is not written to `__consumer_offsets` yet: the members, epochs and target
-assignment (Kafka's ConsumerGroupMemberMetadata/TargetAssignment records). A coordinator
-that takes the group over answers the members' heartbeats UNKNOWN_MEMBER_ID, so they join
-again (epoch 0) and resume from their committed offsets.
+both kinds. Every change of a group (members, subscriptions, epochs, target and current
+assignments) is written to `__consumer_offsets` in Kafka's consumer group records
+(consumer_group_records) before the heartbeat that made it is answered, appended in the
+order the changes were made; a coordinator that takes the partition over rebuilds the group
+from them, and the members go on with their epochs and partitions.
 
 Timers are loop timers: a member's session (group.consumer.session.timeout.ms, renewed by
 each heartbeat) and, while it is asked to revoke partitions, its rebalance timeout; either
@@ -16,6 +17,7 @@ expiring fences the member out and the group is assigned again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from brokerd.config import GroupCoordinatorConfig
 from brokerd.protocol.errors import ErrorCode
 
+from . import consumer_group_records, offsets_topic
 from .assignors import Assignment, configured_assignors
 from .consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -33,12 +36,12 @@ from .consumer_group import (
     MemberState,
 )
 from .group import Group
-from .metadata_manager import GroupMetadataManager, now_ms
+from .metadata_manager import CONSUMER_PROTOCOL_TYPE, GroupMetadataManager, now_ms
 
 log = logging.getLogger(__name__)
 
 E = ErrorCode
-CONSUMER_PROTOCOL_TYPE = "consumer"
+__all__ = ["CONSUMER_PROTOCOL_TYPE", "ConsumerGroups", "HeartbeatRequest", "HeartbeatResult"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,9 @@ class HeartbeatResult:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: Assignment | None = None
+    # The outcome of writing what the heartbeat changed (NONE or the error), None when it
+    # changed nothing: the answer waits for it.
+    written: asyncio.Future[int] | None = None
 
 
 class ConsumerGroups:
@@ -106,8 +112,40 @@ class ConsumerGroups:
                 counts[name] = view.partition_count
         return counts
 
+    # Writing the groups' records --------------------------------------------------------
+    def _store(self, group: Group, touched: Iterable[str] = ()) -> asyncio.Future[int] | None:
+        """Append what changed in the group's consumer part since it was last written (at
+        once: records land in the order of the changes); None when nothing did."""
+        cg = group.consumer
+        if cg is None or not self.manager.is_current(group):
+            return None
+        records = consumer_group_records.records_to_store(cg, self.manager.topic_id_of, touched)
+        if not records:
+            return None
+        return self.manager.append_now(group.group_id, records)
+
+    def on_loaded(self, group: Group) -> None:
+        """A consumer group read from `__consumer_offsets`: its members' timers start again
+        (the broker's session timeout until their next heartbeat brings the group's own)."""
+        cg = group.consumer
+        if cg is None:
+            return
+        cg.default_assignor = self.assignors[0]
+        for member in cg.members.values():
+            self._schedule(group, member, self.config.group_consumer_session_timeout_ms)
+
     # ConsumerGroupHeartbeat -------------------------------------------------------------
     def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        result = self._heartbeat(req)
+        group = self.manager.get_group(req.group_id)
+        if group is None or (result.error and result.member_id is None):
+            return result
+        written = self._store(group, [result.member_id or req.member_id])
+        if written is None:
+            return result
+        return dataclasses.replace(result, written=written)
+
+    def _heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
         invalid = self._invalid(req)
         if invalid is not None:
             return HeartbeatResult(E.invalid_request, invalid)
@@ -133,6 +171,12 @@ class ConsumerGroups:
                 # not done: Kafka's answer when conversion is off.
                 return HeartbeatResult(
                     E.group_id_not_found, f"Group {req.group_id} is not a consumer group."
+                )
+            if group.protocol_type is not None:
+                # An empty classic group with a record: deleted (a tombstone) as it becomes
+                # a consumer group (Kafka's maybeDeleteEmptyClassicGroup).
+                self.manager.append_now(
+                    group.group_id, [(offsets_topic.group_key(group.group_id), None)]
                 )
             group.consumer = ConsumerGroup(req.group_id, default_assignor=self.assignors[0])
             group.protocol_type = CONSUMER_PROTOCOL_TYPE
@@ -407,6 +451,7 @@ class ConsumerGroups:
     def _expire(self, group: Group, member: ConsumerMember, why: str) -> None:
         if self.manager.is_current(group):
             self.remove_member(group, member, why)
+            self._store(group)
 
     def _expire_revocation(self, group: Group, member: ConsumerMember) -> None:
         member.revocation_timer = None

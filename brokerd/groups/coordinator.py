@@ -22,7 +22,7 @@ from brokerd.coordinator_partitions import TopicView
 from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
 
-from . import offsets_topic
+from . import consumer_group_records, offsets_topic
 from .consumer_group_coordinator import CONSUMER_PROTOCOL_TYPE, ConsumerGroups
 from .group import Group, GroupState, JoinResult, Member
 from .heartbeats import NEW_MEMBER_JOIN_TIMEOUT_MS, HeartbeatTimers
@@ -106,6 +106,7 @@ class GroupCoordinator:
     def _on_group_loaded(self, group: Group) -> None:
         for member in group.members.values():
             self.heartbeats.schedule(group, member)
+        self.consumer.on_loaded(group)
 
     def _on_group_unloaded(self, group: Group) -> None:
         # Members parked in JoinGroup/SyncGroup look for the new coordinator.
@@ -161,7 +162,11 @@ class GroupCoordinator:
                 # A classic member cannot join a consumer group with members (mixed groups
                 # are not done), the answer Kafka gives when conversion is off.
                 return JoinResult(E.inconsistent_group_protocol, member_id)
-            # An empty consumer group becomes a classic group again, as in Kafka.
+            # An empty consumer group becomes a classic group again, as in Kafka: its
+            # records are tombstoned (maybeDeleteEmptyConsumerGroup).
+            self.manager.append_now(
+                group.group_id, consumer_group_records.group_tombstones(group.consumer)
+            )
             group.consumer = None
             group.protocol_type = None
         if not self._accept_joining_member(group, member_id):

@@ -30,12 +30,15 @@ from brokerd.records import control
 from brokerd.records.batch import CorruptRecordError, SimpleRecord, build_batch
 from brokerd.util.background import BackgroundTasks
 
-from . import offsets_topic
+from . import consumer_group_records, offsets_topic
 from .collaborators import FailurePoint
 from .group import Group, GroupState
-from .offsets_topic import GroupKey, GroupValue, OffsetKey, OffsetValue
+from .offsets_topic import GroupValue, OffsetKey, OffsetValue
 
 log = logging.getLogger(__name__)
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+ConsumerRecordKey = offsets_topic.ConsumerGroupKey | offsets_topic.ConsumerMemberKey
 
 E = ErrorCode
 
@@ -161,6 +164,26 @@ class GroupMetadataManager:
             if not g.is_in(GroupState.DEAD) and self.is_group_local(g.group_id)
         ]
 
+    # Topic ids of consumer group records ----------------------------------------------
+    def topic_id_of(self, name: str) -> bytes | None:
+        """The topic's id as the 16 bytes consumer group records hold, None if unknown."""
+        view = self.metadata.topic(name)
+        if view is None or not view.topic_id:
+            return None
+        return offsets_topic.topic_id_bytes(view.topic_id)
+
+    def _topic_names(self) -> Callable[[bytes], str | None]:
+        """A lookup of topic names by the ids of consumer group records (for one load)."""
+        known: dict[bytes, str | None] = {}
+
+        def name_of(raw: bytes) -> str | None:
+            if raw not in known:
+                view = self.metadata.topic_by_id(offsets_topic.topic_id_text(raw))
+                known[raw] = view.name if view is not None else None
+            return known[raw]
+
+        return name_of
+
     # Loading and unloading partitions -------------------------------------------------
     def schedule_load(self, partition: int, on_loaded: Callable[[Group], None]) -> None:
         """Read the partition's groups in the background; `on_loaded` gets each group read
@@ -187,8 +210,14 @@ class GroupMetadataManager:
         offsets: dict[OffsetKey, OffsetValue | None] = {}
         groups: dict[str, GroupValue | None] = {}
         pending: dict[int, dict[OffsetKey, OffsetValue]] = {}
+        consumer_records: dict[ConsumerRecordKey, offsets_topic.ConsumerGroupValue] = {}
         for key, value, producer_id in records:
-            if isinstance(key, TxnMarker):
+            if isinstance(key, (offsets_topic.ConsumerGroupKey, offsets_topic.ConsumerMemberKey)):
+                if value is None:
+                    consumer_records.pop(key, None)
+                else:
+                    consumer_records[key] = value  # type: ignore[assignment]
+            elif isinstance(key, TxnMarker):
                 ended = pending.pop(key.producer_id, {})
                 if key.commit:
                     offsets.update(ended)
@@ -207,6 +236,17 @@ class GroupMetadataManager:
             loaded_group = Group.from_record(group_id, group_value, now)
             self._groups[group_id] = loaded_group
             on_loaded(loaded_group)
+        if consumer_records:
+            # Consumer groups (KIP-848): members, epochs and assignments as written.
+            built = consumer_group_records.build_groups(
+                consumer_records, self._topic_names(), self.topic_id_of
+            )
+            for group_id, cg in built.items():
+                loaded_group = Group(group_id, state_timestamp_ms=now)
+                loaded_group.protocol_type = CONSUMER_PROTOCOL_TYPE
+                loaded_group.consumer = cg
+                self._groups[group_id] = loaded_group
+                on_loaded(loaded_group)
         for key, offset in offsets.items():
             if offset is None:
                 continue
@@ -287,14 +327,62 @@ class GroupMetadataManager:
                     is_transactional=True,
                 )
             info = replicas.append(leader, bytes(batch), acks=-1)
-            code = await replicas.wait_for_replication(
-                leader, info.last_offset + 1, self.config.offsets_commit_timeout_ms / 1000
+        except KafkaError as exc:
+            return self._append_error(group_id, error_code_of(exc), group_write)
+        except Exception:  # noqa: BLE001 - the client gets UNKNOWN_SERVER_ERROR
+            log.exception("appending to %s-%d failed", offsets_topic.TOPIC, partition)
+            return E.unknown_server_error
+        return await self._replicated(group_id, leader, info.last_offset + 1, group_write)
+
+    async def _replicated(self, group_id: str, leader, end: int, group_write: bool) -> int:
+        """Wait until the ISR has the group's partition up to `end`; NONE or the error."""
+        try:
+            code = await self.replicas.wait_for_replication(
+                leader, end, self.config.offsets_commit_timeout_ms / 1000
             )
         except KafkaError as exc:
             code = error_code_of(exc)
         except Exception:  # noqa: BLE001 - the client gets UNKNOWN_SERVER_ERROR
-            log.exception("appending to %s-%d failed", offsets_topic.TOPIC, partition)
+            log.exception("waiting for the ISR of group %s's partition failed", group_id)
             return E.unknown_server_error
+        return self._append_error(group_id, code, group_write)
+
+    def append_now(
+        self, group_id: str, records: list[tuple[bytes, bytes | None]]
+    ) -> asyncio.Future[int]:
+        """Append `records` to the group's partition at once, so records of successive
+        calls land in call order, and return a future of the outcome once the ISR has them
+        (NONE or the error, mapped as for offset commits). Consumer group (KIP-848) records
+        are written so: their state changes on the loop and each change is logged before
+        the next one can start."""
+        partition = self.partition_for(group_id)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        try:
+            leader = self.replicas.leader(offsets_topic.TOPIC, partition)
+            timestamp = now_ms()
+            batch = build_batch([SimpleRecord(v, k, (), timestamp) for k, v in records])
+            info = self.replicas.append(leader, bytes(batch), acks=-1)
+        except KafkaError as exc:
+            future.set_result(self._append_error(group_id, error_code_of(exc), False))
+            return future
+        except Exception:  # noqa: BLE001 - the client gets UNKNOWN_SERVER_ERROR
+            log.exception("appending to %s-%d failed", offsets_topic.TOPIC, partition)
+            future.set_result(E.unknown_server_error)
+            return future
+
+        async def wait() -> None:
+            code: int = E.not_coordinator  # cancelled: the partition is being given up
+            try:
+                code = await self._replicated(group_id, leader, info.last_offset + 1, False)
+            finally:
+                if not future.done():
+                    future.set_result(code)
+
+        self._tasks.spawn(wait())
+        return future
+
+    def _append_error(self, group_id: str, code: int, group_write: bool) -> int:
+        partition = self.partition_for(group_id)
         if code == E.none:
             return E.none
         log.info(
@@ -444,6 +532,8 @@ class GroupMetadataManager:
             for topic, partition in group.offsets
         ]
         tombstones.append((offsets_topic.group_key(group_id), None))
+        if group.consumer is not None:
+            tombstones += consumer_group_records.group_tombstones(group.consumer)
         error = await self._append(group_id, tombstones)
         if error:
             return error
@@ -545,17 +635,16 @@ class TxnMarker:
     commit: bool
 
 
-def read_partition(
-    partition_log: PartitionLog,
-) -> list[tuple[OffsetKey | GroupKey | TxnMarker, OffsetValue | GroupValue | None, int | None]]:
+LoadedRecord = tuple[offsets_topic.AnyKey | TxnMarker, offsets_topic.AnyValue | None, int | None]
+
+
+def read_partition(partition_log: PartitionLog) -> list[LoadedRecord]:
     """Every decodable record up to the log end, in log order (off the loop).
 
     To the LEO, not the HW, as Kafka loads: a new leader's HW trails the old leader's until
     its followers fetch again, yet everything in its log is kept (followers truncate to
     it), including commits the old leader acknowledged."""
-    out: list[
-        tuple[OffsetKey | GroupKey | TxnMarker, OffsetValue | GroupValue | None, int | None]
-    ] = []
+    out: list[LoadedRecord] = []
     end = partition_log.log_end_offset
     for entry in partition_log.read_batches(partition_log.log_start_offset, end):
         producer_id = entry.producer_id if getattr(entry, "is_transactional", False) else None

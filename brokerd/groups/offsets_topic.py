@@ -6,10 +6,18 @@ classic coordinator writes (offset value v3, or v1 when the commit asked for an 
 retention; group value v3), so Kafka's OffsetsMessageFormatter and GroupMetadataManager can
 read our records, and we read every version Kafka may have written (0-4, 4 being flexible).
 A null value is a tombstone: the offset or the group is gone.
+
+Consumer groups of the new protocol (KIP-848) are kept in the record types of Kafka's new
+group coordinator (group-coordinator/src/main/resources/common/message/ConsumerGroup*.json),
+keys 3-8: the group epoch (3), the subscribed topics' metadata (4), each member's
+subscription (5), the target assignment's epoch (6) and per member (7), and each member's
+current assignment, epochs and state (8). Their values are flexible version 0; topics are
+named by topic id.
 """
 
 from __future__ import annotations
 
+import base64
 import struct
 from dataclasses import dataclass, field
 
@@ -23,6 +31,23 @@ GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
 OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_VALUE_VERSION = 3
+# KIP-848 consumer group records (the key's version is its record type).
+CONSUMER_GROUP_METADATA = 3
+CONSUMER_GROUP_PARTITION_METADATA = 4
+CONSUMER_GROUP_MEMBER_METADATA = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+_GROUP_LEVEL = (
+    CONSUMER_GROUP_METADATA,
+    CONSUMER_GROUP_PARTITION_METADATA,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+)
+_MEMBER_LEVEL = (
+    CONSUMER_GROUP_MEMBER_METADATA,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -55,6 +80,85 @@ class OffsetKey:
 @dataclass(frozen=True)
 class GroupKey:
     group: str
+
+
+@dataclass(frozen=True)
+class ConsumerGroupKey:
+    """Keys 3, 4 and 6: a record of a consumer group as a whole (`kind` is the type)."""
+
+    kind: int
+    group: str
+
+
+@dataclass(frozen=True)
+class ConsumerMemberKey:
+    """Keys 5, 7 and 8: a record of one member of a consumer group."""
+
+    kind: int
+    group: str
+    member_id: str
+
+
+# Topics of the consumer group records: (topic id as 16 bytes, partitions).
+TopicPartitions = list[tuple[bytes, list[int]]]
+
+
+@dataclass
+class ConsumerGroupMetadataValue:
+    epoch: int
+
+
+@dataclass
+class PartitionMetadataTopic:
+    topic_id: bytes
+    topic_name: str
+    num_partitions: int
+
+
+@dataclass
+class ConsumerGroupPartitionMetadataValue:
+    topics: list[PartitionMetadataTopic] = field(default_factory=list)
+
+
+@dataclass
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+
+
+@dataclass
+class ConsumerGroupTargetAssignmentMemberValue:
+    topic_partitions: TopicPartitions = field(default_factory=list)
+
+
+@dataclass
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # Kafka's MemberState: 0 STABLE, 1 UNREVOKED, 2 UNRELEASED, 127 UNKNOWN
+    assigned_partitions: TopicPartitions = field(default_factory=list)
+    partitions_pending_revocation: TopicPartitions = field(default_factory=list)
+
+
+ConsumerGroupValue = (
+    ConsumerGroupMetadataValue
+    | ConsumerGroupPartitionMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+)
 
 
 @dataclass
@@ -156,6 +260,100 @@ def group_value(value: GroupValue) -> bytes:
     return b"".join(out)
 
 
+# Consumer group records (KIP-848): keys non-flexible, values flexible version 0 -----------------
+def consumer_group_key(kind: int, group: str) -> bytes:
+    assert kind in _GROUP_LEVEL
+    return _I16.pack(kind) + _string(group)
+
+
+def consumer_member_key(kind: int, group: str, member_id: str) -> bytes:
+    assert kind in _MEMBER_LEVEL
+    return _I16.pack(kind) + _string(group) + _string(member_id)
+
+
+def topic_id_text(raw: bytes) -> str:
+    """Kafka's Uuid.toString() of a 16-byte topic id (URL-safe base64, no padding)."""
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def topic_id_bytes(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _compact_string(text: str | None) -> bytes:
+    if text is None:
+        return b"\x00"
+    data = text.encode("utf-8")
+    return _uvarint(len(data) + 1) + data
+
+
+def _compact_array(items: list[bytes]) -> bytes:
+    return _uvarint(len(items) + 1) + b"".join(items)
+
+
+_NO_TAGS = b"\x00"
+
+
+def _topic_partitions(topics: TopicPartitions) -> bytes:
+    return _compact_array(
+        [
+            topic_id + _compact_array([_I32.pack(p) for p in partitions]) + _NO_TAGS
+            for topic_id, partitions in topics
+        ]
+    )
+
+
+def consumer_group_value(value: ConsumerGroupValue) -> bytes:
+    """The flexible version-0 value of a consumer group record."""
+    head = _I16.pack(0)
+    if isinstance(value, ConsumerGroupMetadataValue):
+        body = _I32.pack(value.epoch)
+    elif isinstance(value, ConsumerGroupPartitionMetadataValue):
+        body = _compact_array(
+            [
+                t.topic_id
+                + _compact_string(t.topic_name)
+                + _I32.pack(t.num_partitions)
+                + _compact_array([])  # PartitionMetadata (racks): not used since Kafka 4.0
+                + _NO_TAGS
+                for t in value.topics
+            ]
+        )
+    elif isinstance(value, ConsumerGroupMemberMetadataValue):
+        body = (
+            _compact_string(value.instance_id)
+            + _compact_string(value.rack_id)
+            + _compact_string(value.client_id)
+            + _compact_string(value.client_host)
+            + _compact_array([_compact_string(t) for t in value.subscribed_topic_names])
+            + _compact_string(value.subscribed_topic_regex)
+            + _I32.pack(value.rebalance_timeout_ms)
+            + _compact_string(value.server_assignor)
+        )
+    elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
+        body = _I32.pack(value.assignment_epoch)
+    elif isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
+        body = _topic_partitions(value.topic_partitions)
+    else:
+        body = (
+            _I32.pack(value.member_epoch)
+            + _I32.pack(value.previous_member_epoch)
+            + struct.pack(">b", value.state)
+            + _topic_partitions(value.assigned_partitions)
+            + _topic_partitions(value.partitions_pending_revocation)
+        )
+    return head + body + _NO_TAGS
+
+
 # Decoding (every version) ---------------------------------------------------------------------
 class _Reader:
     def __init__(self, data: bytes, flexible: bool = False):
@@ -170,8 +368,14 @@ class _Reader:
         self.pos += size
         return chunk
 
+    def int8(self) -> int:
+        return struct.unpack(">b", self._take(1))[0]
+
     def int16(self) -> int:
         return _I16.unpack(self._take(2))[0]
+
+    def uuid(self) -> bytes:
+        return bytes(self._take(16))
 
     def int32(self) -> int:
         return _I32.unpack(self._take(4))[0]
@@ -221,14 +425,84 @@ class _Reader:
                 self._take(self.uvarint())
 
 
-def decode_key(data: bytes) -> OffsetKey | GroupKey:
+AnyKey = OffsetKey | GroupKey | ConsumerGroupKey | ConsumerMemberKey
+
+
+def decode_key(data: bytes) -> AnyKey:
     reader = _Reader(data)
     version = reader.int16()
     if version in (0, 1):
         return OffsetKey(reader.string(), reader.string(), reader.int32())
     if version == 2:
         return GroupKey(reader.string())
+    if version in _GROUP_LEVEL:
+        return ConsumerGroupKey(version, reader.string())
+    if version in _MEMBER_LEVEL:
+        return ConsumerMemberKey(version, reader.string(), reader.string())
     raise RecordFormatError(f"unknown __consumer_offsets key version {version}")
+
+
+def _read_topic_partitions(reader: _Reader) -> TopicPartitions:
+    out: TopicPartitions = []
+    for _ in range(max(reader.array_length(), 0)):
+        topic_id = reader.uuid()
+        partitions = [reader.int32() for _ in range(max(reader.array_length(), 0))]
+        reader.skip_tags()
+        out.append((topic_id, partitions))
+    return out
+
+
+def decode_consumer_group_value(kind: int, data: bytes) -> ConsumerGroupValue:
+    """A consumer group record's value (flexible version 0; later versions are read as far
+    as version 0 goes, their new fields being tagged or appended)."""
+    reader = _Reader(data, flexible=True)
+    version = reader.int16()
+    if version < 0:
+        raise RecordFormatError(f"unknown consumer group value version {version}")
+    value: ConsumerGroupValue
+    if kind == CONSUMER_GROUP_METADATA:
+        value = ConsumerGroupMetadataValue(reader.int32())
+    elif kind == CONSUMER_GROUP_PARTITION_METADATA:
+        topics = []
+        for _ in range(max(reader.array_length(), 0)):
+            topic_id = reader.uuid()
+            name = reader.string()
+            count = reader.int32()
+            for _ in range(max(reader.array_length(), 0)):  # racks per partition
+                reader.int32()
+                for _ in range(max(reader.array_length(), 0)):
+                    reader.string()
+                reader.skip_tags()
+            reader.skip_tags()
+            topics.append(PartitionMetadataTopic(topic_id, name, count))
+        value = ConsumerGroupPartitionMetadataValue(topics)
+    elif kind == CONSUMER_GROUP_MEMBER_METADATA:
+        value = ConsumerGroupMemberMetadataValue(
+            instance_id=reader.nullable_string(),
+            rack_id=reader.nullable_string(),
+            client_id=reader.string(),
+            client_host=reader.string(),
+            subscribed_topic_names=[reader.string() for _ in range(max(reader.array_length(), 0))],
+            subscribed_topic_regex=reader.nullable_string(),
+            rebalance_timeout_ms=reader.int32(),
+            server_assignor=reader.nullable_string(),
+        )
+    elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
+        value = ConsumerGroupTargetAssignmentMetadataValue(reader.int32())
+    elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
+        value = ConsumerGroupTargetAssignmentMemberValue(_read_topic_partitions(reader))
+    elif kind == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+        value = ConsumerGroupCurrentMemberAssignmentValue(
+            reader.int32(),
+            reader.int32(),
+            reader.int8(),
+            _read_topic_partitions(reader),
+            _read_topic_partitions(reader),
+        )
+    else:
+        raise RecordFormatError(f"unknown consumer group record type {kind}")
+    reader.skip_tags()
+    return value
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:
@@ -288,9 +562,10 @@ def decode_group_value(data: bytes) -> GroupValue:
     return value
 
 
-def decode_record(
-    key: bytes | None, value: bytes | None
-) -> tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]:
+AnyValue = OffsetValue | GroupValue | ConsumerGroupValue
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> tuple[AnyKey, AnyValue | None]:
     """A record of the topic as (key, value); value None is a tombstone."""
     if key is None:
         raise RecordFormatError("__consumer_offsets record without a key")
@@ -299,7 +574,19 @@ def decode_record(
         return decoded, None
     if isinstance(decoded, OffsetKey):
         return decoded, decode_offset_value(value)
-    return decoded, decode_group_value(value)
+    if isinstance(decoded, GroupKey):
+        return decoded, decode_group_value(value)
+    return decoded, decode_consumer_group_value(decoded.kind, value)
+
+
+_RECORD_NAMES = {
+    CONSUMER_GROUP_METADATA: "ConsumerGroupMetadata",
+    CONSUMER_GROUP_PARTITION_METADATA: "ConsumerGroupPartitionMetadata",
+    CONSUMER_GROUP_MEMBER_METADATA: "ConsumerGroupMemberMetadata",
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: "ConsumerGroupTargetAssignmentMetadata",
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: "ConsumerGroupTargetAssignmentMember",
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: "ConsumerGroupCurrentMemberAssignment",
+}
 
 
 def describe_record(key: bytes | None, value: bytes | None) -> str:
@@ -317,6 +604,13 @@ def describe_record(key: bytes | None, value: bytes | None) -> str:
             f"metadata={decoded_value.metadata}, "
             f"commitTimestamp={decoded_value.commit_timestamp}, "
             f"expireTimestamp={expire if expire >= 0 else 'None'})"
+        )
+    if isinstance(decoded_key, (ConsumerGroupKey, ConsumerMemberKey)):
+        # As Kafka 4's GroupMetadataMessageFormatter: the record's type name and its fields.
+        key_fields = _fields(decoded_key)
+        key_fields.pop("kind")
+        return f"{_RECORD_NAMES[decoded_key.kind]}{key_fields}::" + (
+            "NULL" if decoded_value is None else str(_fields(decoded_value))
         )
     if not isinstance(decoded_value, GroupValue):
         return f"{decoded_key.group}::NULL"
@@ -358,13 +652,16 @@ def _fields(record) -> dict:
         head, *rest = name.split("_")
         return head + "".join(part.title() for part in rest)
 
-    def clean(value):
+    def clean(value, key: str = ""):
         if isinstance(value, bytes):
-            return value.hex()
+            return topic_id_text(value) if key == "topic_id" else value.hex()
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], bytes):
+            # (topic id, partitions) of a consumer group record, as Kafka's JSON has it.
+            return {"topicId": topic_id_text(value[0]), "partitions": clean(value[1])}
         if isinstance(value, list):
             return [clean(v) for v in value]
         if isinstance(value, dict):
-            return {camel(k): clean(v) for k, v in value.items()}
+            return {camel(k): clean(v, k) for k, v in value.items()}
         return value
 
     return clean(asdict(record))

@@ -254,10 +254,10 @@ def test_groups_cli_describes_a_consumer_group(kip848_broker, topic_name):
 
 
 def test_members_resume_from_commits_after_the_coordinator_restarts(make_broker, topic_name):
-    """The members, epochs and assignment are not persisted yet (docs/consumer-groups.md):
-    after a restart the coordinator answers UNKNOWN_MEMBER_ID, the member joins again and
-    goes on from its committed offsets, losing nothing and re-reading at most what was in
-    flight."""
+    """The group's members, epochs and assignments are in __consumer_offsets (Kafka's
+    consumer group records): the restarted coordinator loads them, the member goes on with
+    its epoch and partitions (no rejoin: its assignment never changes) and from its
+    commits, losing nothing and reading nothing committed again."""
     broker = make_broker(
         num_partitions="2",
         group_initial_rebalance_delay_ms="0",
@@ -287,17 +287,23 @@ def test_members_resume_from_commits_after_the_coordinator_restarts(make_broker,
             "the first 20 records consumed and committed",
             story,
         )
+        history = len(one.assignments)
         broker.terminate()
         broker.start()
         produce_range(bootstrap, topic_name, range(20, 40), 2)
         wait_for(lambda: len(set(values())) == 40, 90, "the next 20 after the restart", story)
-        # Nothing lost, and nothing committed before the restart read again. (Records
-        # consumed after it may come twice: until the member joins again the new
-        # coordinator does not know it and its commits fail with UNKNOWN_MEMBER_ID, the
-        # group's state not being persisted yet, see docs/consumer-groups.md.)
+        # Nothing lost, and nothing committed before the restart read again.
         before = [v for v in values() if int(v) < 20]
         assert sorted(before, key=int) == [str(i) for i in range(20)], story()
         assert one.alive()
+        # The member was not made to rejoin: its partitions never left it.
+        assert len(one.assignments) == history, story()
+        wait_for(
+            lambda: committed(bootstrap, group, topic_name, 2) == {0: 20, 1: 20},
+            60,
+            "the commits after the restart accepted (the member still known)",
+            story,
+        )
     finally:
         one.terminate()
 

@@ -66,6 +66,8 @@ class LocalReplicas:
 @dataclass
 class Topic:
     partition_count: int
+    name: str = ""
+    topic_id: str = ""  # Kafka's base64 form; "" for none
 
 
 @dataclass

@@ -198,6 +198,11 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
     )
     if result.error:
         return failed(result.error, result.message)
+    if result.written is not None:
+        # Answered once what the heartbeat changed is in __consumer_offsets (its ISR).
+        written = await result.written
+        if written:
+            return failed(_write_error(written))
     assignment = None
     if result.assignment is not None:
         assignment = build(
@@ -213,6 +218,15 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
         heartbeat_interval=datetime.timedelta(milliseconds=result.heartbeat_interval_ms),
         assignment=assignment,
     )
+
+
+def _write_error(code: int) -> int:
+    """Kafka's GroupCoordinatorService.handleOperationException for a failed write."""
+    if code in (E.request_timed_out, E.not_enough_replicas, E.unknown_topic_or_partition):
+        return E.coordinator_not_available
+    if code in (E.invalid_commit_offset_size, E.message_too_large, E.record_list_too_large):
+        return E.unknown_server_error
+    return code
 
 
 def _described_assignment(ctx: HandlerContext, module, assignment):

@@ -34,6 +34,9 @@ class LocalMetadata:
     def topic(self, name: str) -> Topic | None:
         return self.topics.get(name)
 
+    def topic_by_id(self, topic_id: str) -> Topic | None:
+        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
     def partition_state(self, topic: str, partition: int) -> Leader | None:
         if topic not in self.topics:
             return None

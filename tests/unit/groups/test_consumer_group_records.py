@@ -1,0 +1,264 @@
+"""KIP-848 consumer groups in `__consumer_offsets`: Kafka's record types 3-8 (bytes as
+Kafka's generated serdes write them), and a group rebuilt from them by a coordinator that
+loads the partition (a failover): same members, epochs and partitions, heartbeats go on;
+members gone and deleted groups stay gone."""
+
+from __future__ import annotations
+
+import base64
+
+from brokerd.groups import offsets_topic as ot
+from brokerd.groups.consumer_group import MemberState
+from brokerd.groups.consumer_group_coordinator import HeartbeatRequest
+from brokerd.groups.metadata_manager import read_partition
+from brokerd.protocol.errors import ErrorCode as E
+
+from .local_offsets import LocalMetadata, Topic
+from .test_coordinator import make, replicas, until  # noqa: F401 - fixtures
+
+T_ID = base64.urlsafe_b64encode(bytes(range(16))).decode().rstrip("=")
+U_ID = base64.urlsafe_b64encode(bytes(range(16, 32))).decode().rstrip("=")
+
+
+def metadata() -> LocalMetadata:
+    return LocalMetadata(
+        topics={
+            ot.TOPIC: Topic(1),
+            "t": Topic(3, "t", T_ID),
+            "u": Topic(2, "u", U_ID),
+        }
+    )
+
+
+def beat(coordinator, member_id, epoch, owned=None, subscribed=None, group="g", **kw):
+    return coordinator.consumer.heartbeat(
+        HeartbeatRequest(
+            group_id=group,
+            member_id=member_id,
+            member_epoch=epoch,
+            rebalance_timeout_ms=kw.pop("rebalance_ms", 60_000 if epoch == 0 else -1),
+            subscribed=subscribed,
+            owned=owned,
+            client_id=kw.pop("client_id", "cid"),
+            client_host="/127.0.0.1",
+            **kw,
+        )
+    )
+
+
+def join(coordinator, member_id, topics=("t",), **kw):
+    return beat(coordinator, member_id, 0, {}, tuple(topics), **kw)
+
+
+def settle(coordinator, *member_ids, group="g"):
+    """Heartbeat each member with what it was given until nobody's assignment moves."""
+    cg = coordinator.manager.get_group(group).consumer
+    for _ in range(10):
+        before = {m: (cg.members[m].member_epoch, cg.members[m].assigned) for m in member_ids}
+        for m in member_ids:
+            member = cg.members[m]
+            result = beat(coordinator, m, member.member_epoch, dict(member.assigned), group=group)
+            assert result.error == E.none, result
+        if before == {m: (cg.members[m].member_epoch, cg.members[m].assigned) for m in member_ids}:
+            return cg
+    raise AssertionError("the group did not settle")
+
+
+def consumer_records(replicas):  # noqa: F811
+    """(key, value) of the consumer group records in the log, in log order."""
+    log = replicas.leader(ot.TOPIC, 0).log
+    return [
+        (k, v)
+        for k, v, _ in read_partition(log)
+        if isinstance(k, (ot.ConsumerGroupKey, ot.ConsumerMemberKey))
+    ]
+
+
+# The bytes ---------------------------------------------------------------------------------------
+def test_keys_and_values_have_kafkas_layout():
+    # ConsumerGroupMetadataKey: int16 type 3, then GroupId as an int16-length string.
+    assert ot.consumer_group_key(ot.CONSUMER_GROUP_METADATA, "g") == b"\x00\x03\x00\x01g"
+    assert ot.consumer_member_key(ot.CONSUMER_GROUP_MEMBER_METADATA, "g", "m") == (
+        b"\x00\x05\x00\x01g\x00\x01m"
+    )
+    # Flexible version-0 value: int16 version, fields, an empty tagged-field section.
+    assert ot.consumer_group_value(ot.ConsumerGroupMetadataValue(5)) == (
+        b"\x00\x00\x00\x00\x00\x05\x00"
+    )
+    tid = bytes(range(16))
+    current = ot.consumer_group_value(
+        ot.ConsumerGroupCurrentMemberAssignmentValue(7, 6, 1, [(tid, [0, 2])], [(tid, [1])])
+    )
+    assert current == (
+        b"\x00\x00"
+        + b"\x00\x00\x00\x07\x00\x00\x00\x06\x01"
+        + b"\x02"
+        + tid
+        + b"\x03\x00\x00\x00\x00\x00\x00\x00\x02\x00"
+        + b"\x02"
+        + tid
+        + b"\x02\x00\x00\x00\x01\x00"
+        + b"\x00"
+    )
+    member = ot.ConsumerGroupMemberMetadataValue(
+        None, "rack-a", "client", "/10.0.0.1", ["t", "u"], None, 45000, "uniform"
+    )
+    encoded = ot.consumer_group_value(member)
+    assert encoded.startswith(b"\x00\x00\x00\x07rack-a\x07client\x0a/10.0.0.1\x03\x02t\x02u\x00")
+    values = [
+        ot.ConsumerGroupMetadataValue(5),
+        ot.ConsumerGroupPartitionMetadataValue([ot.PartitionMetadataTopic(tid, "t", 3)]),
+        member,
+        ot.ConsumerGroupTargetAssignmentMetadataValue(5),
+        ot.ConsumerGroupTargetAssignmentMemberValue([(tid, [0, 1, 2])]),
+        ot.ConsumerGroupCurrentMemberAssignmentValue(7, 6, 1, [(tid, [0, 2])], [(tid, [1])]),
+    ]
+    for kind, value in zip(range(3, 9), values, strict=True):
+        key = (
+            ot.consumer_group_key(kind, "g")
+            if kind in (3, 4, 6)
+            else ot.consumer_member_key(kind, "g", "m")
+        )
+        decoded_key, decoded = ot.decode_record(key, ot.consumer_group_value(value))
+        assert decoded == value
+        assert decoded_key.kind == kind and decoded_key.group == "g"
+        ot.describe_record(key, ot.consumer_group_value(value))  # printable
+        ot.dump_json(key, ot.consumer_group_value(value))
+    assert ot.decode_record(ot.consumer_group_key(3, "g"), None) == (
+        ot.ConsumerGroupKey(3, "g"),
+        None,
+    )
+
+
+def test_a_short_or_unknown_record_is_refused_not_crashed_on():
+    for data in (b"\x00\x00\x00", b"\x00\x00\x00\x00\x00\x05"[:4]):
+        try:
+            ot.decode_record(ot.consumer_group_key(3, "g"), data)
+        except ot.RecordFormatError:
+            pass
+        else:
+            raise AssertionError(data)
+    key, text = ot.dump_json(b"\x00\x09\x00\x01g", b"\x00\x00")
+    assert "error" in key and text == "<unreadable>"
+
+
+# A coordinator that loads the partition --------------------------------------------------------
+async def test_a_new_coordinator_rebuilds_members_epochs_and_assignments(make, replicas):  # noqa: F811
+    first = await make(metadata=metadata())
+    a = join(first, "a", ("t", "u"), rack_id="r1", server_assignor="range")
+    assert a.error == E.none and a.written is not None
+    assert await a.written == E.none  # answered once the ISR has it
+    join(first, "b", ("t",), instance_id="static-b")
+    cg = settle(first, "a", "b")
+    before = {
+        m.member_id: (
+            m.member_epoch,
+            m.previous_member_epoch,
+            m.state,
+            m.assigned,
+            m.subscribed,
+            m.instance_id,
+            m.rack_id,
+            m.server_assignor,
+        )
+        for m in cg.members.values()
+    }
+    epochs = (cg.group_epoch, cg.assignment_epoch, dict(cg.target), dict(cg.topic_partitions))
+    assert all(state == MemberState.STABLE for _, _, state, *_ in before.values())
+    await first.shutdown()
+
+    second = await make(metadata=metadata())
+    group = second.manager.get_group("g")
+    assert group is not None and group.consumer is not None
+    loaded = group.consumer
+    assert loaded.state.value == "Stable"
+    assert (
+        loaded.group_epoch,
+        loaded.assignment_epoch,
+        dict(loaded.target),
+        dict(loaded.topic_partitions),
+    ) == epochs
+    assert {
+        m.member_id: (
+            m.member_epoch,
+            m.previous_member_epoch,
+            m.state,
+            m.assigned,
+            m.subscribed,
+            m.instance_id,
+            m.rack_id,
+            m.server_assignor,
+        )
+        for m in loaded.members.values()
+    } == before
+    # The members go on with their epochs: no UNKNOWN_MEMBER_ID, same partitions, and
+    # nothing to write (the loaded group knows what its records hold).
+    for member_id, (epoch, _, _, assigned, *_) in before.items():
+        result = beat(second, member_id, epoch, dict(assigned))
+        assert result.error == E.none and result.member_epoch == epoch
+        assert result.written is None
+    # Their sessions run on the new coordinator: a silent member would be removed.
+    assert all(m.session_timer is not None for m in loaded.members.values())
+    await second.shutdown()
+
+
+async def test_members_gone_and_deleted_groups_stay_gone_after_a_load(make, replicas):  # noqa: F811
+    first = await make(metadata=metadata())
+    join(first, "a")
+    join(first, "b")
+    settle(first, "a", "b")
+    gone = beat(first, "b", -1)
+    assert gone.error == E.none and gone.written is not None
+    assert await gone.written == E.none
+    records = consumer_records(replicas)
+    b_gone = [
+        i for i, (k, v) in enumerate(records) if v is None and getattr(k, "member_id", "") == "b"
+    ]
+    # Kafka's order: the member's current assignment, target and subscription tombstoned,
+    # then the new group epoch, then the others' new targets.
+    assert [records[i][0].kind for i in b_gone] == [8, 7, 5]
+    after = [k.kind for k, _ in records[b_gone[-1] + 1 :]]
+    assert after[0] == 3 and 7 in after, after
+    # A second group, emptied and deleted.
+    join(first, "x", group="h")
+    assert beat(first, "x", -1, group="h").error == E.none
+    assert await first.delete_group("h") == E.none
+    await first.shutdown()
+
+    second = await make(metadata=metadata())
+    cg = second.manager.get_group("g").consumer
+    assert set(cg.members) == {"a"}
+    assert beat(second, "b", 3, {}).error == E.unknown_member_id
+    a = cg.members["a"]
+    result = beat(second, "a", a.member_epoch, dict(a.assigned))
+    assert result.error == E.none
+    assert second.manager.get_group("h") is None
+    await second.shutdown()
+    h_kinds = [k.kind for k, v in consumer_records(replicas) if k.group == "h" and v is None]
+    assert h_kinds[-3:] == [6, 4, 3]  # the group's own records tombstoned, its epoch last
+
+
+async def test_an_empty_classic_group_becomes_a_consumer_group_and_back(make, replicas):  # noqa: F811
+    from .test_coordinator import join as classic_join
+
+    first = await make(metadata=metadata())
+    joined = await classic_join(first, session_ms=10_000)
+    assert joined.error == E.none
+    assert first.leave_group("g", [(joined.member_id, None)]) is not None
+    await until(lambda: not first.manager.get_group("g").has_active_members())
+    result = join(first, "a")
+    assert result.error == E.none
+    await result.written
+    log = replicas.leader(ot.TOPIC, 0).log
+    keys = [k for k, _, _ in read_partition(log)]
+    values = {k: v for k, v, _ in read_partition(log)}
+    assert values[ot.GroupKey("g")] is None  # the classic group's record tombstoned
+    assert keys.index(ot.GroupKey("g")) < keys.index(ot.ConsumerGroupKey(3, "g"))
+    assert beat(first, "a", -1).error == E.none
+    back = await classic_join(first, session_ms=10_000)
+    assert back.error == E.none
+    await first.shutdown()
+    second = await make(metadata=metadata())
+    group = second.manager.get_group("g")
+    assert group is not None and group.consumer is None  # a classic group after a load
+    await second.shutdown()
