@@ -10,13 +10,15 @@ ApiVersions response header is ALWAYS v0: clients parse it before they know the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
+from kio.index import load_request_schema as _kio_request_schema
+from kio.index import load_response_schema as _kio_response_schema
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.serial import entity_reader, entity_writer
@@ -25,6 +27,11 @@ from kio.static.primitive import i16
 from . import bounds, interbroker
 from .errors import ErrorCode
 from .versions import API_VERSIONS_KEY, SUPPORTED, api_name, is_supported
+
+# kio resolves a schema by importing its module path at each call (~25-70 us, more than
+# decoding a small request): kept per (api key, version), a bounded set.
+load_request_schema = functools.cache(_kio_request_schema)
+load_response_schema = functools.cache(_kio_response_schema)
 
 SIZE = struct.Struct(">i")
 FIXED_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id

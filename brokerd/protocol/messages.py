@@ -35,11 +35,13 @@ def has_field(cls: type, name: str) -> bool:
     return name in _field_names(cls)
 
 
+@cache  # kio imports the module by name at each call (~70 us): kept per (key, version)
 def response_module(api_key: int, api_version: int) -> ModuleType | SimpleNamespace:
     if api_key == 0 and api_version in produce_legacy.RESPONSE_MODULES:
         return produce_legacy.RESPONSE_MODULES[api_version]
     return load_payload_module(api_key, api_version, EntityType.response)
 
 
+@cache
 def request_module(api_key: int, api_version: int) -> ModuleType:
     return load_payload_module(api_key, api_version, EntityType.request)
