@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from dashboard.core.login_throttle import ThrottledAuthenticationForm
 from dashboard.live import (
     brokers,
+    clusters,
     group_actions,
     maintenance,
     messages,
@@ -25,7 +26,15 @@ urlpatterns = [
     path("account/token/", tokens.page, name="api-tokens"),
     path("account/token/create", tokens.create, name="api-token-create"),
     path("account/token/revoke", tokens.revoke, name="api-token-revoke"),
+    path("clusters/", clusters.cluster_list, name="cluster-list"),
+    path("clusters/switch", clusters.switch, name="cluster-switch"),
     path("clusters/<str:cluster_id>/", live.overview, name="cluster-overview"),
+    path("clusters/<str:cluster_id>/settings/", clusters.cluster_settings, name="cluster-settings"),
+    path(
+        "clusters/<str:cluster_id>/settings/delete",
+        clusters.cluster_delete,
+        name="cluster-delete",
+    ),
     path(
         "clusters/<str:cluster_id>/brokers/<int:broker_id>/",
         brokers.broker_page,
@@ -80,6 +89,11 @@ urlpatterns = [
         name="security-user-remove",
     ),
     path("clusters/<str:cluster_id>/transactions/", transactions.page, name="transactions-page"),
+    path(
+        "clusters/<str:cluster_id>/transactions/abort",
+        transactions.abort,
+        name="transactions-abort",
+    ),
     path("clusters/<str:cluster_id>/groups/", live.group_list, name="group-list"),
     # Group ids may hold "/": the actions (no trailing slash) are tried before the page.
     path(

@@ -23,6 +23,7 @@ from dashboard.core.admin_api import AdminApiError
 from dashboard.core.cluster_secrets import ClusterSecretError
 from dashboard.core.groups import GroupNotFound, GroupNotInactive, NothingToShift
 from dashboard.core.kafka import error_text
+from dashboard.core.transactions import NoTransactionToAbort
 
 KAFKA_STATUS = {
     ErrorCode.unknown_topic_or_partition: status.HTTP_404_NOT_FOUND,
@@ -80,7 +81,7 @@ def exception_handler(exc, context):
         return Response(error_body(404, str(exc)), status=404)
     if isinstance(exc, NothingToShift):
         return Response(error_body(400, str(exc)), status=400)
-    if isinstance(exc, GroupNotInactive):
+    if isinstance(exc, GroupNotInactive | NoTransactionToAbort):
         return Response(error_body(409, str(exc), state=exc.state), status=409)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or "not found")

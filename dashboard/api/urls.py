@@ -57,7 +57,12 @@ urlpatterns = [
     path(f"{P}/segments", partitions.SegmentList.as_view(), name="segments"),
     path(f"{T}/records", records.RecordList.as_view(), name="records"),
     path(f"{C}/transactions", transactions.TransactionList.as_view(), name="transactions"),
-    # Transactional ids may hold "/" as group ids do.
+    # Transactional ids may hold "/" as group ids do; the action is tried first.
+    path(
+        f"{C}/transactions/<path:transactional_id>:abort",
+        transactions.TransactionAbort.as_view(),
+        name="transaction-abort",
+    ),
     path(
         f"{C}/transactions/<path:transactional_id>",
         transactions.TransactionDetail.as_view(),

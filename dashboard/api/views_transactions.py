@@ -4,7 +4,11 @@ REST Proxy v3 has no transactions resource; this one keeps its conventions (kind
 metadata.self, listings under data). The listing is ListTransactions on every broker with
 each id described by its coordinator (DescribeTransactions), filtered by `?state=` (Kafka's
 state names, repeatable); one id answers 404 when its coordinator does not know it
-(TRANSACTIONAL_ID_NOT_FOUND). Read-only: viewers may read.
+(TRANSACTIONAL_ID_NOT_FOUND). Viewers may read; operators may abort an Ongoing transaction:
+POST .../transactions/{transactional_id}:abort (REST v3's action style, as configs:alter),
+which fences the id's producer as kafka-transactions.sh force-terminate does and answers
+the id afterwards (the fence succeeds once the abort is written: Empty under a new epoch);
+409 when nothing is Ongoing.
 """
 
 from __future__ import annotations
@@ -77,5 +81,28 @@ class TransactionDetail(ApiView):
             raise Http404("transactional id too long")
         row = with_cluster(
             cluster, lambda ops: transactions.describe_transaction(ops, transactional_id)
+        )
+        return Response(transaction_resource(request, cluster, row))
+
+
+class TransactionAbort(ApiView):
+    @api_doc(
+        "Abort the id's ongoing transaction: its producer is fenced with a new epoch "
+        "(kafka-transactions.sh force-terminate); 409 if no transaction is ongoing",
+        operation_id="abortTransaction",
+        request=None,
+    )
+    def post(self, request, cluster_id: str, transactional_id: str):
+        cluster = get_cluster(cluster_id)
+        if len(transactional_id) > ID_MAX:
+            raise Http404("transactional id too long")
+        row = self.audited(
+            cluster,
+            "transaction.abort",
+            transactional_id,
+            {},
+            lambda: with_cluster(
+                cluster, lambda ops: transactions.abort_transaction(ops, transactional_id)
+            ),
         )
         return Response(transaction_resource(request, cluster, row))

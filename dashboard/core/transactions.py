@@ -4,6 +4,12 @@ ListTransactions on every broker gives the ids and their coordinators; DescribeT
 on each coordinator the state, producer id/epoch, timeout, open partitions and the start of
 the open transaction (Kafka's kafka-transactions.sh list / describe). A cluster with many ids
 is described up to TRANSACTIONS_SHOWN of them (the REST listing says how many there are).
+
+The operator's abort (`abort_transaction`) is kafka-transactions.sh force-terminate
+(Admin.fenceProducers): InitProducerId for the id fences its producer with a new epoch and
+its coordinator aborts the open transaction; offered for an Ongoing transaction only (one
+committing or aborting already completes on its own; fencing an idle id only breaks its
+producer).
 """
 
 from __future__ import annotations
@@ -28,6 +34,17 @@ STATES = (
     "PrepareEpochFence",
 )
 OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+ABORTABLE_STATES = ("Ongoing",)
+
+
+class NoTransactionToAbort(Exception):
+    """The id has no Ongoing transaction (the console's abort refuses: 409)."""
+
+    def __init__(self, transactional_id: str, state: str):
+        super().__init__(
+            f"{transactional_id} has no ongoing transaction to abort (its state is {state})"
+        )
+        self.state = state
 
 
 def transaction_row(
@@ -88,3 +105,15 @@ async def describe_transaction(ops: KafkaOps, transactional_id: str) -> dict[str
     if isinstance(result, KafkaResponseError):
         raise result
     return transaction_row(None, result, int(time.time() * 1000))
+
+
+async def abort_transaction(ops: KafkaOps, transactional_id: str) -> dict[str, Any]:
+    """Abort the id's Ongoing transaction by fencing its producer (force-terminate); the
+    id's row afterwards: the fence succeeds once the abort's markers are written, which
+    leaves the id Empty under a new epoch (Kafka's InitProducerId). Raises NoTransactionToAbort when it has none, KafkaResponseError
+    (e.g. TRANSACTIONAL_ID_NOT_FOUND) when its coordinator does not know it."""
+    before = await describe_transaction(ops, transactional_id)
+    if before["state"] not in ABORTABLE_STATES:
+        raise NoTransactionToAbort(transactional_id, before["state"])
+    await ops.admin.fence_producer(transactional_id)
+    return await describe_transaction(ops, transactional_id)

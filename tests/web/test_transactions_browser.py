@@ -84,3 +84,40 @@ def test_transactions_page_follows_a_commit_live(txn_dashboard):
         shoot(page, "broker")
         page.goto(f"{txn_dashboard.url}/clusters/local/topics/")
         shoot(page, "topics")
+
+
+def test_an_operator_aborts_a_hanging_transaction(txn_dashboard):
+    """A confluent-kafka producer leaves its transaction open (alive, never committing):
+    the operator presses "Abort…" on its row, confirms by typing the id, and the page shows
+    the id fenced under a new epoch with nothing open; the producer's commit then fails."""
+    from confluent_kafka import KafkaException
+
+    topic = f"txn-hang-{uuid.uuid4().hex[:6]}"
+    tid = f"hanging-{uuid.uuid4().hex[:6]}"
+    producer = open_transaction(txn_dashboard.broker.bootstrap, topic, tid)
+    with chromium_context(expect_timeout_ms=LIVE_EXPECT_TIMEOUT_MS) as context:
+        page = context.new_page()
+        page.set_viewport_size({"width": 1440, "height": 900})
+        log_in(page, txn_dashboard)
+        page.click("nav >> text=Transactions")
+        row = page.locator(f"#transactions tbody tr[data-id='{tid}']")
+        expect(row.locator("td.state")).to_have_text("Ongoing")
+        epoch = int(row.locator("td.epoch").inner_text())
+        row.locator("a.abort").click()
+        panel = page.locator("#abort-panel")
+        expect(panel.locator("h2")).to_contain_text(tid)
+        page.fill("#abort-form input[name=confirm]", "not-the-id")
+        page.click("#abort-submit")
+        expect(page.locator("#abort-error")).to_contain_text("type the transactional id")
+        expect(row.locator("td.state")).to_have_text("Ongoing")  # nothing done
+        page.fill("#abort-form input[name=confirm]", tid)
+        shoot(page, "transactions-abort")
+        page.click("#abort-submit")
+        expect(page.locator(".messages")).to_contain_text(f"The transaction of {tid} is aborted")
+        expect(row.locator("td.state")).to_have_text("Empty")
+        expect(row.locator("td.partitions")).to_have_text("–")
+        expect(row.locator("td.epoch")).not_to_have_text(str(epoch))
+        assert int(row.locator("td.epoch").inner_text()) > epoch  # fenced: a newer epoch
+        expect(row.locator("a.abort")).to_have_count(0)
+    with pytest.raises(KafkaException):
+        producer.commit_transaction(30)

@@ -127,3 +127,81 @@ def test_transactions_rest_page_and_the_topic_pages_lso(txn_cluster, txn_broker)
     p0 = next(p for p in topic_page.context["partitions"] if p["partition_id"] == 0)
     assert (p0["high_watermark"], p0["last_stable_offset"]) == (7, 7)
     assert p0["open_transactions"] == []
+
+
+def test_operators_abort_an_ongoing_transaction(txn_cluster, txn_broker):
+    """The operator's abort (REST POST .../transactions/{id}:abort and the page's form with
+    its confirmation): a confluent-kafka producer's open transaction is aborted by fencing
+    the producer (force-terminate), viewers may not, an id with nothing ongoing is refused
+    (409), and each abort lands in the audit log."""
+    from confluent_kafka import KafkaException
+
+    from dashboard.core.models import AuditLog
+
+    topic = f"txn-abort-{uuid.uuid4().hex[:8]}"
+    tid = f"console/abort-{uuid.uuid4().hex[:6]}"
+    producer = open_transaction(txn_broker.bootstrap, topic, tid)
+    viewer, operator = make_user("vera", "viewer"), make_user("otto", "operator")
+    api = token_client(operator)
+    before = api.get(f"/api/v3/clusters/local/transactions/{tid}").json()
+    assert before["state"] == "Ongoing"
+
+    refused = token_client(viewer).post(f"/api/v3/clusters/local/transactions/{tid}:abort")
+    assert refused.status_code == 403, refused.content
+    assert api.get(f"/api/v3/clusters/local/transactions/{tid}").json()["state"] == "Ongoing"
+
+    answer = api.post(f"/api/v3/clusters/local/transactions/{tid}:abort")
+    assert answer.status_code == 200, answer.content
+    aborted = answer.json()
+    assert aborted["kind"] == "KafkaTransaction" and aborted["transactional_id"] == tid
+    # The fence succeeds once the abort is complete (its markers written), leaving the id
+    # Empty under a new epoch, as Kafka's InitProducerId does.
+    assert aborted["state"] == "Empty" and aborted["partitions"] == []
+    assert aborted["producer_id"] == before["producer_id"]
+    assert aborted["producer_epoch"] > before["producer_epoch"]
+    again = api.post(f"/api/v3/clusters/local/transactions/{tid}:abort")
+    assert again.status_code == 409, again.content
+    assert again.json()["state"] == "Empty"
+    missing = api.post("/api/v3/clusters/local/transactions/no-such-id:abort")
+    assert missing.status_code == 404, missing.content
+    with pytest.raises(KafkaException):  # fenced: its commit fails
+        producer.commit_transaction(TIMEOUT)
+
+    # The page: operators see "Abort…" on an Ongoing row, a confirmation panel, and the
+    # abort runs only once the id is typed again.
+    second = f"console-abort-{uuid.uuid4().hex[:6]}"
+    open_transaction(txn_broker.bootstrap, f"{topic}-2", second)
+    browser = Client()
+    browser.force_login(viewer)
+    html = browser.get("/clusters/local/transactions/").content.decode()
+    assert "Abort…" not in html and "abort-form" not in html
+    assert (
+        browser.post(
+            "/clusters/local/transactions/abort", {"transactional_id": second, "confirm": second}
+        ).status_code
+        == 403
+    )
+    browser.force_login(operator)
+    html = browser.get("/clusters/local/transactions/").content.decode()
+    assert f'href="?abort={second}">Abort…</a>' in html
+    panel = browser.get(f"/clusters/local/transactions/?abort={second}").content.decode()
+    assert 'id="abort-form"' in panel and f'value="{second}"' in panel
+    wrong = browser.post(
+        "/clusters/local/transactions/abort", {"transactional_id": second, "confirm": "nope"}
+    )
+    assert wrong.status_code == 400 and "to abort its transaction" in wrong.content.decode()
+    assert api.get(f"/api/v3/clusters/local/transactions/{second}").json()["state"] == "Ongoing"
+    done = browser.post(
+        "/clusters/local/transactions/abort",
+        {"transactional_id": second, "confirm": second},
+        follow=True,
+    )
+    assert done.status_code == 200
+    assert f"The transaction of {second} is aborted" in done.content.decode()
+    assert api.get(f"/api/v3/clusters/local/transactions/{second}").json()["state"] == "Empty"
+    entries = AuditLog.objects.filter(action="transaction.abort")
+    assert {(e.target, e.succeeded) for e in entries} >= {
+        (tid, True),
+        (tid, False),
+        (second, True),
+    }

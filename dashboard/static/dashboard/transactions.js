@@ -8,6 +8,8 @@
   const error = document.getElementById("error");
   const total = document.getElementById("txn-total");
   const INTERVAL_MS = 2000;
+  // Operators get an "Abort…" link on rows in these states (the page's confirmation panel).
+  const abortable = body.dataset.canAbort ? body.dataset.canAbort.split(" ") : null;
   const num = (v) => (v === null || v === undefined ? "–" : Number(v).toLocaleString("en-US"));
   const el = (tag, text, cls) => {
     const node = document.createElement(tag);
@@ -45,12 +47,21 @@
         el("td", t.transaction_timeout_ms === null ? "–" : `${num(t.transaction_timeout_ms)} ms`, "timeout"),
         started,
         el("td", t.partitions.map((p) => `${p.topic_name}-${p.partition_id}`).join(", ") || "–", "partitions"));
+      if (abortable) {
+        const actions = el("td", undefined, "actions");
+        if (abortable.includes(t.state)) {
+          const link = el("a", "Abort…", "abort");
+          link.href = `?abort=${encodeURIComponent(t.transactional_id)}`;
+          actions.append(link);
+        }
+        row.append(actions);
+      }
       return row;
     }));
     if (!data.length) {
       const row = el("tr", undefined, "empty-state");
       const cell = el("td", "no transactional ids", "empty-row");
-      cell.colSpan = 8;
+      cell.colSpan = abortable ? 9 : 8;
       row.append(cell);
       rows.append(row);
     }
