@@ -78,7 +78,12 @@ class GroupAdmin:
                 state = getattr(group, "group_state", None)
                 if wanted and state is not None and state not in wanted:
                     continue
-                listed[group.group_id] = GroupListing(group.group_id, group.protocol_type, state)
+                listed[group.group_id] = GroupListing(
+                    group.group_id,
+                    group.protocol_type,
+                    state,
+                    getattr(group, "group_type", None) or "classic",
+                )
         return [listed[g] for g in sorted(listed)]
 
     async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
@@ -158,6 +163,7 @@ class GroupAdmin:
                 for m in group.members
             ),
             await self.cluster.coordinator_for(group_id),
+            group_type="consumer",
         )
 
     async def list_consumer_group_offsets(

@@ -26,7 +26,7 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     9: VersionRange(1, 7),  # OffsetFetch (v8+ batches groups)
     10: VersionRange(1, 3),  # FindCoordinator (v4+ batches keys)
     15: VersionRange(0, 5),  # DescribeGroups
-    16: VersionRange(0, 4),  # ListGroups
+    16: VersionRange(0, 5),  # ListGroups (v5: group types, KIP-848)
     18: VersionRange(0, 4),  # ApiVersions
     19: VersionRange(2, 7),  # CreateTopics
     20: VersionRange(1, 6),  # DeleteTopics

@@ -133,6 +133,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str | None
+    group_type: str = "classic"  # or "consumer" (KIP-848), from ListGroups v5
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +153,7 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...]
     coordinator: int
+    group_type: str = "classic"  # or "consumer": a KIP-848 group (ConsumerGroupDescribe)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     action.add_argument("--delete", action="store_true", help="delete inactive groups")
     parser.add_argument("--group", action="append", default=[], help="a group (repeatable)")
     parser.add_argument("--all-groups", action="store_true", help="every group")
+    parser.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        help="with --list: show each group's type; TYPE[,TYPE] (classic, consumer) filters",
+    )
+    parser.add_argument(
+        "--state",
+        nargs="?",
+        const="",
+        help="with --list: show each group's state; STATE[,STATE] filters",
+    )
     parser.add_argument("--topic", action="append", default=[], help="TOPIC or TOPIC:P,P")
     parser.add_argument("--all-topics", action="store_true", help="every committed topic")
     target = parser.add_mutually_exclusive_group()
@@ -60,7 +72,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         tool = GroupsTool(client, out, err)
         if args.list:
-            return tool.list_groups()
+            return tool.list_groups(args.type, args.state)
         groups = _groups(args, client)
         if not groups:
             print("Error: --group or --all-groups is required", file=err)
@@ -100,9 +112,36 @@ class GroupsTool:
             raise
 
     # --list ------------------------------------------------------------------------------
-    def list_groups(self) -> int:
-        for listing in self.admin.list_groups():
-            print(listing.group_id, file=self.out)
+    def list_groups(self, types: str | None = None, states: str | None = None) -> int:
+        """As kafka-consumer-groups.sh --list: ids only, or with --type/--state a table
+        (GROUP, TYPE, STATE; Kafka's names Classic/Consumer), filtered by their values."""
+        listings = self.admin.list_groups()
+        if types is None and states is None:
+            for listing in listings:
+                print(listing.group_id, file=self.out)
+            return 0
+        wanted_types = {t.strip().lower() for t in (types or "").split(",") if t.strip()}
+        wanted_states = {s.strip().lower() for s in (states or "").split(",") if s.strip()}
+        rows = [
+            listing
+            for listing in listings
+            if (not wanted_types or listing.group_type.lower() in wanted_types)
+            and (not wanted_states or (listing.state or "").lower() in wanted_states)
+        ]
+        width = max([15, *(len(r.group_id) for r in rows)]) + 10
+        header = ["GROUP".ljust(width)]
+        if types is not None:
+            header.append("TYPE".ljust(20))
+        if states is not None:
+            header.append("STATE".ljust(20))
+        print(" ".join(header), file=self.out)
+        for r in rows:
+            line = [r.group_id.ljust(width)]
+            if types is not None:
+                line.append(r.group_type.capitalize().ljust(20))
+            if states is not None:
+                line.append((r.state or "Unknown").ljust(20))
+            print(" ".join(line), file=self.out)
         return 0
 
     # --describe --------------------------------------------------------------------------

@@ -41,6 +41,8 @@ def group_resource(request, cluster: Cluster, summary: dict) -> dict:
         consumer_group_id=group_id,
         is_simple=summary["is_simple"],
         partition_assignor=summary["partition_assignor"],
+        # Kafka's GroupType (ListGroups v5): CLASSIC, or CONSUMER for a KIP-848 group.
+        type=summary["type"].upper(),
         state=groups.rest_state(summary["state"]),
         coordinator=(
             related(request, f"/clusters/{cluster.name}/brokers/{coordinator}")

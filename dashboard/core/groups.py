@@ -91,7 +91,9 @@ async def group_page(admin: AdminClient, after: str, size: int) -> tuple[list[di
             d = (await admin.describe_groups([listing.group_id]))[listing.group_id]
         except (AdminError, KafkaResponseError):
             d = None
-        return group_summary(listing.group_id, d, listing.state, listing.protocol_type)
+        return group_summary(
+            listing.group_id, d, listing.state, listing.protocol_type, listing.group_type
+        )
 
     return list(await asyncio.gather(*(one(g) for g in shown))), more
 
@@ -101,9 +103,13 @@ def group_summary(
     description: GroupDescription | None,
     state: str | None = None,
     protocol_type: str | None = None,
+    group_type: str | None = None,
 ) -> dict[str, Any]:
     return {
         "consumer_group_id": group_id,
+        # Which protocol the group runs: "classic" (JoinGroup/SyncGroup) or "consumer"
+        # (KIP-848's ConsumerGroupHeartbeat), as Kafka 4's ListGroups reports it.
+        "type": description.group_type if description else (group_type or "classic"),
         "state": description.state if description else state,
         "protocol_type": description.protocol_type if description else protocol_type,
         # REST Proxy v3: a simple group commits offsets without the group protocol.

@@ -193,6 +193,16 @@ def test_list_describe_and_classic_groups_side_by_side(kip848_broker, topic_name
         assert str(described.type).endswith("CONSUMER")
         assert [m.client_id for m in described.members] == ["described"]
         assert {tp.partition for tp in described.members[0].assignment.topic_partitions} == {0, 1}
+        # The groups CLI as kafka-consumer-groups.sh --list --type [--state] (Kafka 3.7+).
+        from tests.integration.test_groups_cli import groups_cli
+
+        listed_cli = groups_cli(bootstrap, "--list", "--type").stdout.splitlines()
+        assert listed_cli[0].split() == ["GROUP", "TYPE"]
+        types = {r.split()[0]: r.split()[1] for r in listed_cli[1:]}
+        assert (types[group], types[classic_group]) == ("Consumer", "Classic"), listed_cli
+        only = groups_cli(bootstrap, "--list", "--type", "consumer", "--state").stdout
+        rows = [r.split() for r in only.splitlines()[1:]]
+        assert [group, "Consumer", "Stable"] in rows and classic_group not in only, only
         # A classic member cannot join a consumer group that has members.
         with WireClient(bootstrap) as wire:
             answer = join(wire, group, version=5)
