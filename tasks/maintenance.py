@@ -14,6 +14,7 @@ from typing import Any
 from celery import shared_task
 from django.utils import timezone
 
+from brokerd.client.results import AdminError, ConfigResource
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import with_cluster
 from dashboard.core.live_updates import publish_run
@@ -51,8 +52,41 @@ def compacted_topics(admin: AdminApi, broker_id: int) -> list[str]:
     return sorted({entry["topic"] for entry in logs})
 
 
+def cleanup_policies(run: MaintenanceRun, topics: list[str]) -> dict[str, str]:
+    """Each topic's cleanup.policy (one DescribeConfigs for them all); a topic the broker
+    does not describe is left out."""
+    if not topics:
+        return {}
+
+    async def describe(ops) -> dict[str, str]:
+        resources = [ConfigResource.topic(t) for t in topics]
+        try:
+            described = await ops.admin.describe_configs(
+                resources, keys=["cleanup.policy"], include_synonyms=False
+            )
+        except AdminError as exc:  # a topic deleted meanwhile: the others still count
+            described = exc.results
+        return {
+            r.name: entries["cleanup.policy"].value or ""
+            for r, entries in described.items()
+            if "cleanup.policy" in entries
+        }
+
+    return with_cluster(run.cluster, describe)
+
+
+def excluded_by_policy(action: str, policy: str) -> str | None:
+    """Why a topic's cleanup.policy excludes the action ("cleanup.policy=compact excludes
+    retention"), or None when it applies (retention needs `delete`, compaction `compact`)."""
+    wanted = "delete" if action == MaintenanceAction.RETENTION else "compact"
+    if wanted in {p.strip() for p in policy.split(",")}:
+        return None
+    return f"cleanup.policy={policy} excludes {action}"
+
+
 def execute(run: MaintenanceRun) -> dict[str, Any]:
-    """Ask each owning broker to act; the brokers' reports, per broker, and the totals."""
+    """Ask each owning broker to act; the brokers' reports, per broker, and the totals.
+    A topic whose cleanup.policy excludes the action is skipped, with the reason in words."""
     admin = AdminApi(run.cluster)
     body: dict[str, Any] = {}
     if run.topic:
@@ -62,7 +96,23 @@ def execute(run: MaintenanceRun) -> dict[str, Any]:
     reports: dict[str, Any] = {}
     skipped: list[dict[str, Any]] = []
     path = f"/v1/maintenance/{run.action}"
-    for broker_id in owning_brokers(run):
+    brokers = owning_brokers(run)
+    excluded: dict[str, str] = {}
+    if run.topic:
+        policy = cleanup_policies(run, [run.topic]).get(run.topic)
+        reason = excluded_by_policy(run.action, policy) if policy is not None else None
+        if reason is not None:
+            excluded[run.topic] = reason
+            brokers = []  # nothing to ask: the topic's policy excludes the action
+    elif run.action == MaintenanceAction.RETENTION:
+        # Every topic: the brokers apply retention where cleanup.policy has `delete`; the
+        # others are named as skipped.
+        metadata = with_cluster(run.cluster, lambda ops: ops.refresh())
+        for topic, policy in cleanup_policies(run, sorted(metadata.topics)).items():
+            if (reason := excluded_by_policy(run.action, policy)) is not None:
+                excluded[topic] = reason
+    skipped += [{"broker_id": None, "topic": t, "reason": r} for t, r in excluded.items()]
+    for broker_id in brokers:
         if run.action == MaintenanceAction.RETENTION:
             reports[str(broker_id)] = [admin.request(broker_id, "POST", path, body)]
             continue

@@ -137,6 +137,9 @@ class MaintenanceScheduleList(ApiView):
         schedule = apply_fields(
             MaintenanceSchedule(cluster=cluster, created_by=request.user), body.validated_data
         )
+        duplicates = maintenance.duplicate_schedules(
+            cluster, schedule.action, schedule.topic, schedule.partition
+        )
         saved = self.audited(
             cluster,
             "maintenance.schedule.create",
@@ -144,7 +147,10 @@ class MaintenanceScheduleList(ApiView):
             dict(body.validated_data),
             lambda: save_schedule(schedule, body.validated_data),
         )
-        return Response(schedule_resource(request, saved), status=status.HTTP_201_CREATED)
+        answer = schedule_resource(request, saved)
+        # A schedule repeating another is saved (an API caller asked for it), with a warning.
+        answer["warnings"] = [w for w in [maintenance.duplicate_warning(duplicates)] if w]
+        return Response(answer, status=status.HTTP_201_CREATED)
 
 
 class MaintenanceScheduleDetail(ApiView):

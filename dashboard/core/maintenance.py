@@ -120,3 +120,40 @@ def delete_schedule(schedule: MaintenanceSchedule) -> None:
     schedule.delete()
     if task is not None:
         task.delete()
+
+
+def describe_schedule(schedule: MaintenanceSchedule) -> str:
+    """ "schedule 3 (Enforce retention on orders, every 600 s)"."""
+    timing = schedule_timing(schedule)
+    when = (
+        f"every {timing['every_seconds']:,} s"
+        if timing["every_seconds"]
+        else f"crontab {timing['crontab']} UTC"
+        if timing["crontab"]
+        else "no timing"
+    )
+    target = schedule.topic or "every topic"
+    if schedule.partition is not None:
+        target += f" partition {schedule.partition}"
+    return f"schedule {schedule.pk} ({schedule.get_action_display()} on {target}, {when})"
+
+
+def duplicate_schedules(
+    cluster, action: str, topic: str, partition: int | None, exclude_pk: int | None = None
+) -> list[MaintenanceSchedule]:
+    """The cluster's schedules that already run `action` on the same target (whatever their
+    timing: two of them do the same work twice)."""
+    same = MaintenanceSchedule.objects.filter(
+        cluster=cluster, action=action, topic=topic or "", partition=partition
+    ).select_related("periodic_task__interval", "periodic_task__crontab")
+    if exclude_pk is not None:
+        same = same.exclude(pk=exclude_pk)
+    return list(same.order_by("pk"))
+
+
+def duplicate_warning(duplicates: list[MaintenanceSchedule]) -> str | None:
+    if not duplicates:
+        return None
+    named = "; ".join(describe_schedule(s) for s in duplicates[:3])
+    more = f" and {len(duplicates) - 3} more" if len(duplicates) > 3 else ""
+    return f"{named}{more} already does this: a second schedule runs the same work again"

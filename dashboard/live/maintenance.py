@@ -66,17 +66,39 @@ class ScheduleForm(TargetForm):
         return data
 
 
-def _schedule_rows(cluster: Cluster) -> list[dict]:
+def _schedule_rows(cluster: Cluster, failed: dict | None = None) -> list[dict]:
+    """The schedules' rows; the row whose edit failed (`failed`: pk, error, typed) shows
+    what was typed and the error beside it."""
     rows = []
     schedules = cluster.schedules.select_related(
         "periodic_task__interval", "periodic_task__crontab"
     ).order_by("pk")
     for schedule in schedules:
         task = schedule.periodic_task
+        timing = maintenance.schedule_timing(schedule)
+        values = {
+            "action": schedule.action,
+            "topic": schedule.topic,
+            "partition": "" if schedule.partition is None else str(schedule.partition),
+            "every_seconds": ""
+            if timing["every_seconds"] is None
+            else str(timing["every_seconds"]),
+            "crontab": timing["crontab"] or "",
+            "enabled": schedule.enabled,
+        }
+        error = warning = None
+        if failed is not None and failed["pk"] == schedule.pk:
+            typed = failed["typed"]
+            values = {k: typed.get(k, "") for k in values}
+            values["enabled"] = bool(typed.get("enabled"))
+            error, warning = failed.get("error"), failed.get("warning")
         rows.append(
             {
                 "schedule": schedule,
-                **maintenance.schedule_timing(schedule),
+                **timing,
+                "values": values,
+                "error": error,
+                "warning": warning,
                 "last_run_at": task.last_run_at if task else None,
                 "total_runs": task.total_run_count if task else 0,
             }
@@ -84,28 +106,44 @@ def _schedule_rows(cluster: Cluster) -> list[dict]:
     return rows
 
 
-@permission_required(VIEW_PERMISSION, raise_exception=True)
-def page(request, cluster_id: str):
-    cluster = get_object_or_404(Cluster, name=cluster_id)
+def _render(
+    request,
+    cluster: Cluster,
+    status: int = 200,
+    *,
+    schedule_form: forms.Form | None = None,
+    schedule_warning: str | None = None,
+    run_form: forms.Form | None = None,
+    failed_row: dict | None = None,
+):
     runs = MaintenanceRun.objects.filter(cluster=cluster).select_related("cluster", "requested_by")
     return render(
         request,
         "live/maintenance.html",
         {
             "cluster": cluster,
-            "schedules": _schedule_rows(cluster),
+            "schedules": _schedule_rows(cluster, failed_row),
             "runs": [run_payload(r) for r in runs[:RUNS_SHOWN]],
-            "schedule_form": ScheduleForm(),
-            "run_form": TargetForm(),
+            "schedule_form": schedule_form or ScheduleForm(),
+            "schedule_warning": schedule_warning,
+            "run_form": run_form or TargetForm(),
         },
+        status=status,
     )
 
 
-def _invalid(request, cluster: Cluster, form: forms.Form):
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def page(request, cluster_id: str):
+    return _render(request, get_object_or_404(Cluster, name=cluster_id))
+
+
+def form_errors(form: forms.Form) -> str:
+    """A form's errors in one line: "topic: Enter a valid value.; partition: ..."."""
+    texts = []
     for field, errors in form.errors.items():
-        label = "schedule" if field == NON_FIELD_ERRORS else field
-        messages.error(request, f"{label}: {' '.join(errors)}")
-    return redirect("maintenance", cluster.name)
+        label = "" if field == NON_FIELD_ERRORS else f"{field.replace('_', ' ')}: "
+        texts.append(label + " ".join(errors))
+    return "; ".join(texts)
 
 
 @require_POST
@@ -114,7 +152,7 @@ def run_now(request, cluster_id: str):
     cluster = get_object_or_404(Cluster, name=cluster_id)
     form = TargetForm(request.POST)
     if not form.is_valid():
-        return _invalid(request, cluster, form)
+        return _render(request, cluster, 400, run_form=form)
     data = form.cleaned_data
     run = maintenance.create_run(
         cluster, data["action"], data["topic"], data["partition"], user=request.user
@@ -122,6 +160,7 @@ def run_now(request, cluster_id: str):
     try:
         maintenance.enqueue(run)
         outcome, ok = f"run {run.pk} queued", True
+        messages.success(request, f"Run {run.pk} queued: its outcome appears below as it happens.")
     except Exception as exc:  # the queue (Redis) is down: say so on the run itself
         outcome, ok = f"could not queue run {run.pk}: {exc}", False
         messages.error(request, outcome)
@@ -133,11 +172,28 @@ def run_now(request, cluster_id: str):
 @require_POST
 @permission_required(OPERATE_PERMISSION, raise_exception=True)
 def schedule_save(request, cluster_id: str, schedule_id: int | None = None):
+    """Creates or updates a schedule. A refusal renders the page again (HTTP 400) with the
+    error beside the form and what was typed; a schedule doing what another already does is
+    saved only once the operator confirms it ("Add anyway" / "Save anyway")."""
     cluster = get_object_or_404(Cluster, name=cluster_id)
+    if schedule_id is not None:
+        get_object_or_404(MaintenanceSchedule, pk=schedule_id, cluster=cluster)
     form = ScheduleForm(request.POST)
+
+    def refused(error: str | None = None, warning: str | None = None):
+        if schedule_id is None:
+            return _render(request, cluster, 400, schedule_form=form, schedule_warning=warning)
+        row = {"pk": schedule_id, "typed": request.POST, "error": error, "warning": warning}
+        return _render(request, cluster, 400, failed_row=row)
+
     if not form.is_valid():
-        return _invalid(request, cluster, form)
+        return refused(error=form_errors(form))
     data = form.cleaned_data
+    duplicates = maintenance.duplicate_schedules(
+        cluster, data["action"], data["topic"], data["partition"], exclude_pk=schedule_id
+    )
+    if duplicates and not request.POST.get("allow_duplicate"):
+        return refused(warning=maintenance.duplicate_warning(duplicates))
     if schedule_id is None:
         schedule = MaintenanceSchedule(cluster=cluster, created_by=request.user)
     else:
@@ -148,7 +204,15 @@ def schedule_save(request, cluster_id: str, schedule_id: int | None = None):
     maintenance.sync_periodic_task(schedule, data["every_seconds"], data["crontab"])
     action = "maintenance.schedule.create" if schedule_id is None else "maintenance.schedule.update"
     audit.record(request.user, action, f"schedule {schedule.pk}", cluster=cluster,
-                 details=data, succeeded=True, result="ok")  # fmt: skip
+                 details={**data, "duplicates": [d.pk for d in duplicates]},
+                 succeeded=True, result="ok")  # fmt: skip
+    verb = "added" if schedule_id is None else "saved"
+    note = (
+        f" (it repeats {', '.join(f'schedule {d.pk}' for d in duplicates)})" if duplicates else ""
+    )
+    messages.success(
+        request, f"{maintenance.describe_schedule(schedule).capitalize()} {verb}{note}."
+    )
     return redirect("maintenance", cluster.name)
 
 
@@ -160,4 +224,5 @@ def schedule_delete(request, cluster_id: str, schedule_id: int):
     maintenance.delete_schedule(schedule)
     audit.record(request.user, "maintenance.schedule.delete", f"schedule {schedule_id}",
                  cluster=cluster, succeeded=True, result="ok")  # fmt: skip
+    messages.success(request, f"Schedule {schedule_id} deleted.")
     return redirect("maintenance", cluster.name)

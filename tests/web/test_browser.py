@@ -225,7 +225,9 @@ def test_a_schedule_is_created_edited_and_disabled_from_the_ui(browser_page, liv
     page = browser_page
     log_in(page, live_dashboard)
     page.goto(f"{live_dashboard.url}/clusters/local/maintenance/")
+    topic = f"sched-{uuid.uuid4().hex[:8]}"
     page.select_option("#new-schedule select[name=action]", "retention")
+    page.fill("#new-schedule input[name=topic]", topic)
     page.fill("#new-schedule input[name=every_seconds]", "600")
     known = page.locator("#schedules tbody tr[data-schedule]").evaluate_all(
         "rows => rows.map(row => row.dataset.schedule)"
@@ -242,3 +244,14 @@ def test_a_schedule_is_created_edited_and_disabled_from_the_ui(browser_page, liv
     row = page.locator(f"#schedules tbody tr[data-schedule='{schedule_id}']")
     expect(row.locator("input[name=every_seconds]")).to_have_value("900")
     expect(row.locator("input[name=enabled]")).not_to_be_checked()
+
+    # The same target again: a warning beside the form (nothing saved, the typed crontab
+    # kept) until "Add anyway".
+    page.fill("#new-schedule input[name=topic]", topic)
+    page.fill("#new-schedule input[name=crontab]", "30 3 * * sun")
+    submit_and_reload(page, page.locator("#new-schedule-submit"))
+    expect(page.locator("#new-schedule-warning")).to_contain_text(f"schedule {schedule_id} (")
+    expect(page.locator("#new-schedule input[name=crontab]")).to_have_value("30 3 * * sun")
+    expect(page.locator("#schedules tbody tr[data-schedule]")).to_have_count(len(known) + 1)
+    submit_and_reload(page, page.locator("#new-schedule-anyway"))
+    expect(page.locator(".messages")).to_contain_text(f"repeats schedule {schedule_id}")
