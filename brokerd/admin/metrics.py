@@ -19,6 +19,8 @@ from prometheus_client.registry import Collector
 
 from brokerd.protocol.framing import Request
 
+from .topic_metrics import BrokerTopicStats, TopicStatsCollector
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST  # text/plain; version=0.0.4
 
 # Kafka requests take from well under a millisecond (ApiVersions) to max.wait.ms (a
@@ -92,6 +94,11 @@ class BrokerMetrics:
             ["kind"],
             registry=self.registry,
         )
+
+        # Kafka's BrokerTopicMetrics: the produce and fetch handlers count into it (through
+        # HandlerContext.topic_stats), /metrics and the admin API read it.
+        self.topic_stats = BrokerTopicStats()
+        self.registry.register(TopicStatsCollector(self.topic_stats))
 
         # Labelled children per API, looked up once: these hooks run on every request.
         self._per_api: dict[int, _ApiSeries] = {}

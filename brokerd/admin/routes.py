@@ -28,6 +28,9 @@ def _server(request: web.Request) -> AdminServer:
     return request.app[SERVER_KEY]
 
 
+MAX_METRICS_TOPICS = 1000  # `topic` parameters of one /v1/topic-metrics request
+
+
 # Health, metrics, brokers -----------------------------------------------------------------
 async def get_metrics(request: web.Request) -> web.Response:
     body = _server(request).ctx.metrics.exposition()
@@ -55,6 +58,23 @@ async def get_health(request: web.Request) -> web.Response:
         "offline_partitions": offline,
     }
     return _json(body, 200 if started and zk_connected else 503)
+
+
+async def get_topic_metrics(request: web.Request) -> web.Response:
+    """Kafka's BrokerTopicMetrics of this broker as running totals since it started (bytes
+    in, bytes out, records in; per topic and for all topics) and when they were read: a
+    reader's rate is the difference of two reads over the time between them. `topic`
+    (repeated) narrows the topics; `totals_only=true` leaves them out."""
+    ctx = _server(request).ctx
+    stats = ctx.metrics.topic_stats
+    stats.forget_topics(lambda topic: ctx.metadata.topic(topic) is not None)
+    if _bool_param(request, "totals_only", False):
+        return _json({"broker_id": ctx.broker_id, **stats.snapshot(())})
+    wanted = request.query.getall("topic", [])
+    if len(wanted) > MAX_METRICS_TOPICS:
+        raise ApiError(400, f"at most {MAX_METRICS_TOPICS} topics")
+    known = [t for t in wanted if ctx.metadata.topic(t) is not None]  # others left out
+    return _json({"broker_id": ctx.broker_id, **stats.snapshot(known if wanted else None)})
 
 
 async def get_brokers(request: web.Request) -> web.Response:
@@ -357,6 +377,7 @@ ROUTES = [
     web.get("/metrics", get_metrics),
     web.get("/v1/health", get_health),
     web.get("/v1/brokers", get_brokers),
+    web.get("/v1/topic-metrics", get_topic_metrics),
     web.get("/v1/partitions", get_partitions),
     web.get("/v1/partitions/{topic}", get_topic_partitions),
     web.get("/v1/partitions/{topic}/{partition}", get_partition),

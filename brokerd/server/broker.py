@@ -195,6 +195,7 @@ class Broker:
             topic_admin=self.topic_admin,
             admin_lock=self.admin_lock,
             auth=self.auth,
+            topic_stats=self.metrics.topic_stats,
         )
 
     def _admin_context(self) -> AdminContext:

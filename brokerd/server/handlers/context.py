@@ -8,8 +8,9 @@ a test can build one from the few pieces the handler under test reads.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from brokerd.admin.topic_metrics import BrokerTopicStats
 from brokerd.config import BrokerConfig
 from brokerd.coordination.control_epochs import ControlRequestEpochs
 from brokerd.coordination.controller import Controller
@@ -47,3 +48,5 @@ class HandlerContext:
     admin_lock: asyncio.Lock
     # ACL checks for the request being handled (authorizer.class.name; off: all pass).
     auth: RequestAuthorizer = NO_AUTHORIZER
+    # Kafka's BrokerTopicMetrics (bytes and records in, bytes out), read by the admin API.
+    topic_stats: BrokerTopicStats = field(default_factory=BrokerTopicStats)

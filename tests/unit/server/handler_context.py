@@ -10,6 +10,7 @@ import datetime
 from collections.abc import Iterator
 from typing import Any
 
+from brokerd.admin.topic_metrics import BrokerTopicStats
 from brokerd.config import BrokerConfig, Endpoint
 from brokerd.coordination.metadata import MetadataCache
 from brokerd.coordination.zk_client import ZkClient
@@ -59,6 +60,7 @@ def context(config: BrokerConfig | None = None, **collaborators: Any) -> Handler
     values.update(config=config, broker_id=config.broker_id)
     values.setdefault("metadata", None)
     values["auth"] = NO_AUTHORIZER  # no authorizer.class.name: every ACL check passes
+    values["topic_stats"] = BrokerTopicStats()
     values.update(collaborators)
     if values["metadata"] is None:
         values["metadata"] = metadata_cache(config)
