@@ -8,6 +8,7 @@ principal refused CLUSTER_ACTION, and ACL changes reaching a second broker."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import json
 import subprocess
@@ -42,8 +43,8 @@ from kafka.admin import ACLOperation as KpOperation
 from kafka.admin import ACLResourcePatternType as KpPatternType
 from kafka.admin import ResourceType as KpResourceType
 from kazoo.client import KazooClient
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, i32, i64
+from kio.schema.types import BrokerId, ProducerId
+from kio.static.primitive import i8, i16, i32, i64
 
 from brokerd.client.connection import BrokerConnection, ClientSecurity
 from brokerd.protocol import interbroker
@@ -59,6 +60,7 @@ USERS = {
     "alice": "alice-secret",
     "bob": "bob-secret",
     "carol": "carol-secret",
+    "dave": "dave-secret",  # never granted anything
 }
 
 
@@ -574,28 +576,235 @@ def test_log_dir_apis_need_cluster_rights(secured):
     assert codes == [ErrorCode.cluster_authorization_failed]
 
 
+def error_codes(response) -> set[int]:
+    """Every error_code in a response, at any depth."""
+    found: set[int] = set()
+
+    def walk(value) -> None:
+        if isinstance(value, tuple):
+            for item in value:
+                walk(item)
+        elif dataclasses.is_dataclass(value):
+            for field in dataclasses.fields(value):
+                item = getattr(value, field.name)
+                if field.name == "error_code":
+                    found.add(int(item))
+                else:
+                    walk(item)
+
+    walk(response)
+    return found
+
+
+def test_every_api_answers_its_kafka_error_to_a_principal_without_acls(secured):
+    """A principal granted nothing (dave) gets, from each API, the error code Kafka's
+    KafkaApis answers with: the topic's, the group's, the transactional id's or the
+    cluster's AUTHORIZATION_FAILED, and nothing else in the response; lists are filtered
+    instead. The same requests from the super user pass the authorizer (changes are
+    validate_only: the authorizer is asked before the validation)."""
+    topic, group, transactional_id = new_name("api"), new_name("api-g"), new_name("api-tx")
+    create_topic(secured, topic)
+    assert produce_error(secured, "admin", topic) is None
+    timeout = datetime.timedelta(seconds=10)
+    topic_failed = ErrorCode.topic_authorization_failed
+    group_failed = ErrorCode.group_authorization_failed
+    txn_failed = ErrorCode.transactional_id_authorization_failed
+    cluster_failed = ErrorCode.cluster_authorization_failed
+
+    def m(api_key: int, version: int):
+        return request_module(api_key, version)
+
+    calls = {
+        # api name: (api key, version, fields, the error Kafka answers)
+        "ListOffsets": (2, 7, dict(
+            replica_id=BrokerId(-1), isolation_level=i8(0),
+            topics=(m(2, 7).ListOffsetsTopic(name=topic, partitions=(
+                m(2, 7).ListOffsetsPartition(
+                    partition_index=i32(0), current_leader_epoch=i32(-1), timestamp=i64(-1)),
+            )),),
+        ), topic_failed),
+        "OffsetCommit": (8, 9, dict(
+            group_id=group, generation_id_or_member_epoch=i32(-1), member_id="",
+            group_instance_id=None,
+            topics=(m(8, 9).OffsetCommitRequestTopic(name=topic, partitions=(
+                m(8, 9).OffsetCommitRequestPartition(
+                    partition_index=i32(0), committed_offset=i64(1),
+                    committed_leader_epoch=i32(-1), committed_metadata=None),
+            )),),
+        ), group_failed),
+        "OffsetFetch": (9, 9, dict(
+            groups=(m(9, 9).OffsetFetchRequestGroup(
+                group_id=group, member_id=None, member_epoch=i32(-1), topics=None),),
+            require_stable=False,
+        ), group_failed),
+        "FindCoordinator(group)": (10, 6, dict(key_type=i8(0), coordinator_keys=(group,)),
+                                   group_failed),
+        "FindCoordinator(transaction)": (
+            10, 6, dict(key_type=i8(1), coordinator_keys=(transactional_id,)), txn_failed),
+        "JoinGroup": (11, 9, dict(
+            group_id=group, session_timeout=timeout, rebalance_timeout=timeout, member_id="",
+            group_instance_id=None, protocol_type="consumer",
+            protocols=(m(11, 9).JoinGroupRequestProtocol(name="range", metadata=b""),),
+            reason=None,
+        ), group_failed),
+        "DescribeGroups": (15, 5, dict(groups=(group,), include_authorized_operations=True),
+                           group_failed),
+        "DeleteRecords": (21, 2, dict(
+            topics=(m(21, 2).DeleteRecordsTopic(name=topic, partitions=(
+                m(21, 2).DeleteRecordsPartition(partition_index=i32(0), offset=i64(1)),)),),
+            timeout=timeout,
+        ), topic_failed),
+        "InitProducerId(transactional)": (22, 4, dict(
+            transactional_id=transactional_id, transaction_timeout=timeout,
+            producer_id=ProducerId(-1), producer_epoch=i16(-1),
+        ), txn_failed),
+        "InitProducerId(idempotent)": (22, 4, dict(
+            transactional_id=None, transaction_timeout=timeout,
+            producer_id=ProducerId(-1), producer_epoch=i16(-1),
+        ), cluster_failed),
+        "OffsetForLeaderEpoch": (23, 4, dict(
+            replica_id=BrokerId(-1),
+            topics=(m(23, 4).OffsetForLeaderTopic(topic=topic, partitions=(
+                m(23, 4).OffsetForLeaderPartition(
+                    partition=i32(0), current_leader_epoch=i32(-1), leader_epoch=i32(0)),)),),
+        ), topic_failed),
+        "EndTxn": (26, 3, dict(
+            transactional_id=transactional_id, producer_id=ProducerId(1),
+            producer_epoch=i16(0), committed=True,
+        ), txn_failed),
+        "AlterConfigs(topic)": (33, 2, dict(
+            resources=(m(33, 2).AlterConfigsResource(
+                resource_type=i8(2), resource_name=topic,
+                configs=(m(33, 2).AlterableConfig(name="retention.ms", value="1000"),)),),
+            validate_only=True,
+        ), topic_failed),
+        "IncrementalAlterConfigs(broker)": (44, 1, dict(
+            resources=(m(44, 1).AlterConfigsResource(
+                resource_type=i8(4), resource_name="1",
+                configs=(m(44, 1).AlterableConfig(
+                    name="log.retention.ms", config_operation=i8(0), value="1000"),)),),
+            validate_only=True,
+        ), cluster_failed),
+        "CreatePartitions": (37, 3, dict(
+            topics=(m(37, 3).CreatePartitionsTopic(name=topic, count=i32(3), assignments=None),),
+            timeout=timeout, validate_only=True,
+        ), topic_failed),
+        "DeleteGroups": (42, 2, dict(groups_names=(group,)), group_failed),
+        "ElectLeaders": (43, 2, dict(
+            election_type=i8(0),
+            topic_partitions=(m(43, 2).TopicPartitions(topic=topic, partitions=(i32(0),)),),
+            timeout=timeout,
+        ), cluster_failed),
+        "AlterPartitionReassignments": (45, 0, dict(
+            timeout=timeout,
+            topics=(m(45, 0).ReassignableTopic(name=topic, partitions=(
+                m(45, 0).ReassignablePartition(partition_index=i32(0), replicas=(BrokerId(1),)),
+            )),),
+        ), cluster_failed),
+        "ListPartitionReassignments": (46, 0, dict(timeout=timeout, topics=None),
+                                       cluster_failed),
+        "OffsetDelete": (47, 0, dict(group_id=group, topics=(
+            m(47, 0).OffsetDeleteRequestTopic(name=topic, partitions=(
+                m(47, 0).OffsetDeleteRequestPartition(partition_index=i32(0)),)),)),
+            group_failed),
+        "DescribeUserScramCredentials": (50, 0, dict(users=None), cluster_failed),
+        "AlterUserScramCredentials": (51, 0, dict(deletions=(
+            m(51, 0).ScramCredentialDeletion(name="alice", mechanism=i8(2)),), upsertions=()),
+            cluster_failed),
+        "DescribeProducers": (61, 0, dict(topics=(
+            m(61, 0).TopicRequest(name=topic, partition_indexes=(i32(0),)),)), topic_failed),
+        "DescribeTransactions": (65, 0, dict(transactional_ids=(transactional_id,)),
+                                 txn_failed),
+        "ConsumerGroupHeartbeat": (68, 0, dict(
+            group_id=group, member_id="", member_epoch=i32(0), instance_id=None, rack_id=None,
+            rebalance_timeout=timeout, subscribed_topic_names=(topic,),
+            server_assignor=None, topic_partitions=(),
+        ), group_failed),
+        "ConsumerGroupDescribe": (69, 0, dict(
+            group_ids=(group,), include_authorized_operations=True), group_failed),
+    }  # fmt: skip
+    # The group coordinator ready first (a commit of another group lands), so that a refused
+    # commit could only be kept out by the authorizer.
+    # (FindCoordinator makes __consumer_offsets, as in Kafka.)
+    other = {**calls["OffsetCommit"][2], "group_id": new_name("api-warm")}
+    deadline = time.monotonic() + 30
+    while True:
+        raw_call(secured, "admin", 10, 6, key_type=i8(0), coordinator_keys=(other["group_id"],))
+        codes = error_codes(raw_call(secured, "admin", 8, 9, **other))
+        if codes == {0}:
+            break
+        assert time.monotonic() < deadline, f"the group coordinator never became ready: {codes}"
+        time.sleep(0.2)
+
+    wrong = {}
+    for name, (api_key, version, fields, expected) in calls.items():
+        codes = error_codes(raw_call(secured, "dave", api_key, version, **fields))
+        if codes != {expected}:
+            wrong[name] = (sorted(ErrorCode(c).name for c in codes), expected.name)
+    assert not wrong, wrong
+    # ...and nothing was done: dave's refused commit was not stored.
+    fetched = raw_call(
+        secured, "admin", 9, 9, require_stable=False,
+        groups=(m(9, 9).OffsetFetchRequestGroup(
+            group_id=group, member_id=None, member_epoch=i32(-1),
+            topics=(m(9, 9).OffsetFetchRequestTopics(name=topic, partition_indexes=(i32(0),)),),
+        ),),
+    )  # fmt: skip
+    (partition,) = fetched.groups[0].topics[0].partitions
+    assert partition.committed_offset == -1
+
+    # The super user passes the authorizer on every one of them.
+    for name, (api_key, version, fields, _) in calls.items():
+        if name == "DescribeTransactions":
+            continue  # kio cannot read the -1 start time of an id without a transaction
+        codes = error_codes(raw_call(secured, "admin", api_key, version, **fields))
+        refused = {topic_failed, group_failed, txn_failed, cluster_failed} & codes
+        assert not refused, (name, codes)
+
+    # Lists are filtered, not refused: dave sees none of the groups (the super user's
+    # ConsumerGroupHeartbeat above made `group`).
+    listed = raw_call(secured, "dave", 16, 5, states_filter=(), types_filter=())
+    assert listed.error_code == ErrorCode.none and listed.groups == ()
+    everyone = raw_call(secured, "admin", 16, 5, states_filter=(), types_filter=())
+    assert group in [g.group_id for g in everyone.groups]
+
+
 # Inter-broker requests ------------------------------------------------------------------------
 
 
 def test_a_non_broker_principal_is_refused_cluster_action(secured):
-    async def update_metadata(user: str):
-        host, port = secured.bootstrap.rsplit(":", 1)
+    """LeaderAndIsr, StopReplica and UpdateMetadata from a principal without CLUSTER_ACTION
+    are refused with CLUSTER_AUTHORIZATION_FAILED, on the client listener and on the
+    inter-broker one alike (with an authorizer the principal decides, not the listener)."""
+
+    async def send(user: str, request, address: str):
+        host, port = address.rsplit(":", 1)
         security = ClientSecurity("SASL_PLAINTEXT", sasl_username=user, sasl_password=USERS[user])
         connection = BrokerConnection(host, int(port), security=security, request_timeout=15)
         try:
-            return await connection.send(
-                interbroker.UpdateMetadataRequest(
-                    controller_id=1, controller_epoch=0, topic_states=(), live_brokers=()
-                )
-            )
+            return await connection.send(request)
         finally:
             await connection.close()
 
-    refused = asyncio.run(update_metadata("alice"))
-    assert refused.error_code == ErrorCode.cluster_authorization_failed
-    # The broker's own principal (a super user) gets past the authorizer to the epoch checks.
-    passed = asyncio.run(update_metadata("admin"))
-    assert passed.error_code != ErrorCode.cluster_authorization_failed
+    requests = {
+        "LeaderAndIsr": interbroker.LeaderAndIsrRequest(
+            controller_id=1, controller_epoch=0, topic_states=(), live_leaders=()
+        ),
+        "StopReplica": interbroker.StopReplicaRequest(
+            controller_id=1, controller_epoch=0, topic_states=()
+        ),
+        "UpdateMetadata": interbroker.UpdateMetadataRequest(
+            controller_id=1, controller_epoch=0, topic_states=(), live_brokers=()
+        ),
+    }
+    for name, request in requests.items():
+        for address in (secured.bootstrap, secured.internal_bootstrap):
+            refused = asyncio.run(send("alice", request, address))
+            assert refused.error_code == ErrorCode.cluster_authorization_failed, (name, address)
+        # The broker's own principal (a super user) gets past the authorizer to the epoch
+        # checks.
+        passed = asyncio.run(send("admin", request, secured.internal_bootstrap))
+        assert passed.error_code != ErrorCode.cluster_authorization_failed, name
 
 
 def test_a_follower_fetch_without_cluster_action_is_refused(secured):

@@ -260,18 +260,20 @@ async def handle_offset_commit(ctx: HandlerContext, request: Request):
         info = ctx.metadata.topic(topic.name)
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
-            if not group_allowed:  # ACLs: READ on the group, then on each topic
+            # ACLs: READ on the group, then on each topic. A refused partition is never
+            # committed (before, only unknown partitions skipped the commit).
+            if not group_allowed:
                 unknown[key] = E.group_authorization_failed
             elif topic.name not in readable:
                 unknown[key] = E.topic_authorization_failed
             elif info is None or partition.partition_index not in info.assignment:
                 unknown[key] = E.unknown_topic_or_partition
-                continue
-            requested[key] = (
-                partition.committed_offset,
-                getattr(partition, "committed_leader_epoch", -1),
-                partition.committed_metadata,
-            )
+            else:
+                requested[key] = (
+                    partition.committed_offset,
+                    getattr(partition, "committed_leader_epoch", -1),
+                    partition.committed_metadata,
+                )
     errors = dict(unknown)
     if requested:
         errors.update(
