@@ -3,6 +3,10 @@
 A real ZooKeeper and three broker processes on loopback (tests/cluster's `Cluster`: a 4 s
 ZooKeeper session, replica.lag.time.max.ms 3 s). Cases:
 
+* ZooKeeper batches: 1,000 (`--quick`: 300) pipelined creates, reads and conditional sets
+  through ZkClient with kazoo's own connection loop (a request per turn, a selector per
+  socket wait) and with the batching connection brokerd uses (coordination/zk_connection),
+  taking turns against the same ZooKeeper; medians of 5 (3). Ratio = batching / kazoo.
 * ISR shrink: a topic of WIDE partitions at RF 3 (every broker follows two thirds of them);
   kill -9 of a broker that is not the controller; seconds until no partition's ISR names it
   in Metadata. Its leaders drop it after replica.lag.time.max.ms (the peer: nothing can be
@@ -126,6 +130,57 @@ def _reassign(admin, client, topic: str, partitions: int) -> float:
     return time.monotonic() - started
 
 
+def _zk_batches(connect: str, count: int, rounds: int) -> dict[str, float]:
+    """Median seconds of `count` pipelined creates, reads and conditional sets through
+    ZkClient with kazoo's own connection loop and with brokerd's batching one
+    (coordination/zk_connection.py), taking turns against the same ZooKeeper."""
+    import asyncio
+    import statistics
+
+    from kazoo.handlers.threading import SequentialThreadingHandler
+    from kazoo.protocol.connection import ConnectionHandler
+
+    from brokerd.coordination.zk_client import ZkClient
+
+    async def measure() -> dict[str, float]:
+        kazoo_loop = ZkClient(connect, "/zk-batches", 20000, connect_ms=60000)
+        kazoo_loop._kazoo.handler.__class__ = SequentialThreadingHandler
+        kazoo_loop._kazoo._connection.__class__ = ConnectionHandler
+        batching = ZkClient(connect, "/zk-batches", 20000, connect_ms=60000)
+        await kazoo_loop.start()
+        await batching.start()
+        times: dict[str, list[float]] = {}
+        try:
+            await batching.ensure_path("/n")
+            for turn in range(rounds):
+                for name, zk in (("kazoo", kazoo_loop), ("batching", batching)):
+                    paths = [f"/n/{name}-{turn}-{i}" for i in range(count)]
+                    for step, work in (
+                        (
+                            "create",
+                            lambda zk=zk, paths=paths: zk.create_many(
+                                [(p, b"x" * 100) for p in paths]
+                            ),
+                        ),
+                        ("get", lambda zk=zk, paths=paths: zk.get_many(paths)),
+                        (
+                            "set",
+                            lambda zk=zk, paths=paths: zk.set_many(
+                                [(p, b"y" * 100, 0) for p in paths]
+                            ),
+                        ),
+                    ):
+                        began = time.monotonic()
+                        await work()
+                        times.setdefault(f"{name} {step}", []).append(time.monotonic() - began)
+        finally:
+            await kazoo_loop.stop()
+            await batching.stop()
+        return {key: statistics.median(values) for key, values in times.items()}
+
+    return asyncio.run(measure())
+
+
 def run(quick: bool) -> list[Result]:
     from confluent_kafka.admin import AdminClient
 
@@ -141,6 +196,25 @@ def run(quick: bool) -> list[Result]:
         cluster = None
         client = None
         try:
+            count = 300 if quick else 1000
+            zk_s = _zk_batches(zookeeper.connect, count, 3 if quick else 5)
+            say(
+                "scale_controller: ZooKeeper batches of "
+                f"{count}: " + ", ".join(f"{key} {value:.3f} s" for key, value in zk_s.items())
+            )
+            for step in ("create", "get", "set"):
+                results.append(
+                    Result(
+                        "scale_controller",
+                        f"{count} pipelined ZooKeeper {step}s, batching connection vs kazoo's loop",
+                        "s",
+                        "batching connection",
+                        zk_s[f"batching {step}"],
+                        "kazoo's own loop",
+                        zk_s[f"kazoo {step}"],
+                        zk_s[f"batching {step}"] / zk_s[f"kazoo {step}"],
+                    )
+                )
             cluster = Cluster(zookeeper, _Dirs(base)).start()
             admin = AdminClient(
                 {"bootstrap.servers": cluster.bootstrap, "socket.timeout.ms": 300000}
