@@ -769,6 +769,44 @@ def test_every_api_answers_its_kafka_error_to_a_principal_without_acls(secured):
     assert group in [g.group_id for g in everyone.groups]
 
 
+def test_describe_groups_answers_the_operations_the_principal_may_do(secured):
+    """DescribeGroups with include_authorized_operations: Kafka's bit field (bit n for the
+    AclOperation of code n) of what the caller may do to the group under the ACLs: READ
+    (which implies DESCRIBE) for alice, everything a group supports for the super user."""
+    topic, group = new_name("ops"), new_name("ops-g")
+    create_topic(secured, topic)
+    module = request_module(8, 9)
+    commit = dict(
+        group_id=group, generation_id_or_member_epoch=i32(-1), member_id="",
+        group_instance_id=None,
+        topics=(module.OffsetCommitRequestTopic(name=topic, partitions=(
+            module.OffsetCommitRequestPartition(
+                partition_index=i32(0), committed_offset=i64(0),
+                committed_leader_epoch=i32(-1), committed_metadata=None),
+        )),),
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:  # the group exists (empty, with an offset) once the coordinator is ready
+        raw_call(secured, "admin", 10, 6, key_type=i8(0), coordinator_keys=(group,))
+        codes = error_codes(raw_call(secured, "admin", 8, 9, **commit))
+        if codes == {0}:
+            break
+        assert time.monotonic() < deadline, codes
+        time.sleep(0.2)
+    grant(secured, "User:alice", AclOperation.READ, ResourceType.GROUP, group)
+
+    def operations(user: str) -> set[str]:
+        (described,) = raw_call(
+            secured, user, 15, 5, groups=(group,), include_authorized_operations=True
+        ).groups
+        assert described.error_code == ErrorCode.none
+        bits = described.authorized_operations
+        return {op.name for op in AclOperation if op.value >= 0 and bits & (1 << op.value)}
+
+    assert operations("alice") == {"READ", "DESCRIBE"}
+    assert operations("admin") == {"READ", "DESCRIBE", "DELETE"}
+
+
 # Inter-broker requests ------------------------------------------------------------------------
 
 
