@@ -1,5 +1,6 @@
 """Many partitions on three brokers: every partition has a leader after creation through a
-real client, after a controlled shutdown of one broker and after kill -9 of the controller.
+real client, after a controlled shutdown of one broker, after its restart (back in every
+ISR) and after kill -9 of the controller.
 
 Bounded in size (PARTITIONS at RF 3, each broker holding a replica of every partition) so
 that it runs in the suite; what it asserts is behaviour, never how long anything took (the
@@ -57,6 +58,19 @@ def test_a_wide_topic_is_led_after_creation_controlled_shutdown_and_controller_f
     stopping.start()
     cluster.wait_for(
         lambda m: stopping_id in m["brokers"], 60, f"broker {stopping_id} registered again"
+    )
+    # Restarted, it serves all its replicas again: back in every ISR (it loaded its logs
+    # and caught up), every partition still led.
+    cluster.wait_for(
+        lambda m: (
+            _all_led(topic_name, PARTITIONS)(m)
+            and all(
+                stopping_id in p["isr"] and len(p["isr"]) == 3
+                for p in m["topics"][topic_name].values()
+            )
+        ),
+        120,
+        f"broker {stopping_id} back in every ISR after its restart",
     )
 
     # kill -9 of the controller: a new one takes office and elects leaders for all the
