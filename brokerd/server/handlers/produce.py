@@ -23,6 +23,7 @@ from brokerd.security.acl import AclOperation as Op
 from brokerd.security.acl import ResourceType
 
 from ..request_order import effect_taken
+from . import produce_response
 from .context import HandlerContext
 
 if TYPE_CHECKING:
@@ -107,6 +108,9 @@ async def handle_produce(ctx: HandlerContext, request: Request):
         await _wait_for_replication(ctx, to_replicate, body.timeout.total_seconds())
     if acks == 0:
         return None  # the client reads no response; errors show only in broker logs
+    written = produce_response.encoded(request, appended)  # the common case, kio's bytes
+    if written is not None:
+        return written
     topics = [
         build(
             module.TopicProduceResponse,
