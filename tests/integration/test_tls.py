@@ -327,6 +327,49 @@ def test_a_listener_prefix_overrides_the_global_config(pki):
     assert server_context(config, "SSL").minimum_version == ssl.TLSVersion.TLSv1_2
 
 
+def handshake_completes(context: ssl.SSLContext, client: ssl.SSLContext) -> bool:
+    """One TLS handshake between `client` and a server with `context`; whether it worked
+    (the server side's failure is caught on its thread, the client's here)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def accept():
+        conn, _ = listener.accept()
+        try:
+            with context.wrap_socket(conn, server_side=True) as tls:
+                tls.sendall(b"x")
+        except (ssl.SSLError, OSError):
+            conn.close()
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        raw = socket.create_connection(("127.0.0.1", port))
+        with client.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            return tls.recv(1) == b"x"
+    except (ssl.SSLError, OSError):
+        return False
+    finally:
+        thread.join(10)
+        listener.close()
+
+
+def test_enabled_protocols_refuse_an_older_client_in_a_real_handshake(pki):
+    """ssl.enabled.protocols=TLSv1.3: a client that speaks at most TLS 1.2 fails the
+    handshake; a TLS 1.3 client is served (and with the default TLSv1.2,TLSv1.3 both are)."""
+    only13 = server_context(
+        _config(**ssl_props(pki, **{"ssl.enabled.protocols": "TLSv1.3"})), "SSL"
+    )
+    old_client = client_context(pki)
+    old_client.maximum_version = ssl.TLSVersion.TLSv1_2
+    assert not handshake_completes(only13, old_client)
+    assert handshake_principal(only13, client_context(pki), "DEFAULT") == "User:ANONYMOUS"
+    both = server_context(
+        _config(**ssl_props(pki, **{"ssl.enabled.protocols": "TLSv1.2,TLSv1.3"})), "SSL"
+    )
+    assert handshake_principal(both, old_client, "DEFAULT") == "User:ANONYMOUS"
+
+
 def test_java_cipher_suite_names_are_understood(pki):
     assert openssl_cipher_name("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256") == (
         "ECDHE-RSA-AES128-GCM-SHA256"
