@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .assignors import ASSIGNORS, Assignment, MemberSubscription
+from .consumer_group_classic import ClassicMetadata
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -70,6 +71,9 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # Set for a classic member (JoinGroup/SyncGroup) inside the consumer group (Kafka 4's
+    # mixed groups): its session timeout and the protocols it joined with.
+    classic: ClassicMetadata | None = None
     session_timer: asyncio.TimerHandle | None = None
     revocation_timer: asyncio.TimerHandle | None = None
 

@@ -35,13 +35,20 @@ from .consumer_group import (
     ConsumerMember,
     MemberState,
 )
-from .group import Group
+from .consumer_group_classic import ClassicMetadata, encode_assignment, parse_subscription
+from .group import Group, JoinResult
 from .metadata_manager import CONSUMER_PROTOCOL_TYPE, GroupMetadataManager, now_ms
 
 log = logging.getLogger(__name__)
 
 E = ErrorCode
-__all__ = ["CONSUMER_PROTOCOL_TYPE", "ConsumerGroups", "HeartbeatRequest", "HeartbeatResult"]
+__all__ = [
+    "CONSUMER_PROTOCOL_TYPE",
+    "ConsumerGroups",
+    "HeartbeatRequest",
+    "HeartbeatResult",
+    "heartbeat_write_error",
+]
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,15 @@ class HeartbeatResult:
     # The outcome of writing what the heartbeat changed (NONE or the error), None when it
     # changed nothing: the answer waits for it.
     written: asyncio.Future[int] | None = None
+
+
+def heartbeat_write_error(code: int) -> int:
+    """Kafka's GroupCoordinatorService.handleOperationException for a failed write."""
+    if code in (E.request_timed_out, E.not_enough_replicas, E.unknown_topic_or_partition):
+        return E.coordinator_not_available
+    if code in (E.invalid_commit_offset_size, E.message_too_large, E.record_list_too_large):
+        return E.unknown_server_error
+    return code
 
 
 class ConsumerGroups:
@@ -186,6 +202,27 @@ class ConsumerGroups:
             return error_result
         assert member is not None
         before = (member.member_epoch, member.assigned)
+        self._assign_if_changed(cg, member, req)
+        cg.reconcile(member, req.owned)
+        self._schedule(group, member, self.session_timeout_ms(req))
+        full = req.member_epoch == 0 or (
+            req.rebalance_timeout_ms != -1
+            and (req.subscribed is not None or bool(req.subscribed_regex))
+            and req.owned is not None
+        )
+        changed = (member.member_epoch, member.assigned) != before
+        return HeartbeatResult(
+            E.none,
+            None,
+            member.member_id,
+            member.member_epoch,
+            self.heartbeat_interval_ms(req),
+            member.assigned if full or changed else None,
+        )
+
+    def _assign_if_changed(self, cg: ConsumerGroup, member: ConsumerMember, req) -> None:
+        """Apply the member's request; a new group epoch and target when what the
+        assignment depends on changed (the member, or the subscribed topics' partitions)."""
         topics_version = self.manager.metadata.topics_version
         if self._update_member(cg, member, req):
             cg.bump_and_assign(self._partition_counts(cg.subscribed_topics()))
@@ -204,22 +241,6 @@ class ConsumerGroups:
             cg.topics_checked_at = topics_version
             if counts != cg.topic_partitions:
                 cg.bump_and_assign(counts)
-        cg.reconcile(member, req.owned)
-        self._schedule(group, member, self.session_timeout_ms(req))
-        full = req.member_epoch == 0 or (
-            req.rebalance_timeout_ms != -1
-            and (req.subscribed is not None or bool(req.subscribed_regex))
-            and req.owned is not None
-        )
-        changed = (member.member_epoch, member.assigned) != before
-        return HeartbeatResult(
-            E.none,
-            None,
-            member.member_id,
-            member.member_epoch,
-            self.heartbeat_interval_ms(req),
-            member.assigned if full or changed else None,
-        )
 
     def _invalid(self, req: HeartbeatRequest) -> str | None:
         """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
@@ -459,6 +480,160 @@ class ConsumerGroups:
             self._expire(
                 group, member, "did not revoke its partitions within its rebalance timeout"
             )
+
+    # Classic members inside a consumer group (Kafka 4's mixed groups) ------------------
+    async def classic_join(
+        self,
+        group: Group,
+        member_id: str,
+        instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        require_known_member_id: bool,
+    ) -> JoinResult:
+        """A classic JoinGroup to a consumer group with members (Kafka's
+        classicGroupJoinToConsumerGroup): the member is assigned server-side like the
+        others; its generation is its member epoch; no leader (nobody assigns)."""
+        cg = group.consumer
+        assert cg is not None
+        if protocol_type != CONSUMER_PROTOCOL_TYPE or not protocols:
+            return JoinResult(E.inconsistent_group_protocol, member_id)
+        try:
+            subscription = parse_subscription(protocols[0][1])
+        except ValueError:
+            return JoinResult(E.inconsistent_group_protocol, member_id)
+        unknown = member_id == ""
+        if unknown:
+            member_id = str(uuid.uuid4())
+        member = cg.members.get(member_id)
+        if member is None and instance_id is not None:
+            member = self._static_member(cg, instance_id)
+            if member is not None and member.classic is not None:
+                # The same classic static member back under a new id (a restart).
+                cg.members[member_id] = cg.members.pop(member.member_id)
+                cg.target[member_id] = cg.target.pop(member.member_id, {})
+                member.member_id = member_id
+            elif member is not None:
+                return JoinResult(E.unreleased_instance_id, member_id)
+        if member is None and len(cg.members) >= self.config.group_consumer_max_size:
+            return JoinResult(E.group_max_size_reached, member_id)
+        if unknown and instance_id is None and require_known_member_id:
+            return JoinResult(E.member_id_required, member_id)
+        if member is None:
+            member = ConsumerMember(member_id)
+        elif member.classic is None:
+            return JoinResult(E.unknown_member_id, member_id)  # a consumer-protocol member
+        member.classic = ClassicMetadata(session_timeout_ms, list(protocols))
+        req = HeartbeatRequest(
+            group_id=group.group_id,
+            member_id=member_id,
+            member_epoch=member.member_epoch,
+            instance_id=instance_id,
+            rack_id=subscription.rack_id,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            subscribed=tuple(subscription.topics),
+            client_id=client_id,
+            client_host=client_host,
+        )
+        self._assign_if_changed(cg, member, req)
+        # What it owns: the partitions its (cooperative, v1+) subscription lists; an eager
+        # member gave everything up before joining.
+        cg.reconcile(member, subscription.owned)
+        self._schedule(group, member, session_timeout_ms)
+        written = self._store(group, [member_id])
+        if written is not None:
+            error = await written
+            if error:
+                return JoinResult(heartbeat_write_error(error), member_id)
+        return JoinResult(
+            E.none,
+            member_id,
+            member.member_epoch,
+            CONSUMER_PROTOCOL_TYPE,
+            protocols[0][0],
+        )
+
+    def _classic_member(
+        self, group: Group, member_id: str, instance_id: str | None
+    ) -> tuple[ConsumerMember | None, int]:
+        cg = group.consumer
+        assert cg is not None
+        if instance_id is not None:
+            member = self._static_member(cg, instance_id)
+            if member is None:
+                return None, E.unknown_member_id
+            if member.member_id != member_id:
+                return None, E.fenced_instance_id
+        else:
+            member = cg.members.get(member_id)
+        if member is None or member.classic is None:
+            return None, E.unknown_member_id
+        return member, E.none
+
+    def classic_sync(
+        self,
+        group: Group,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+    ) -> tuple[int, bytes]:
+        """SyncGroup of a classic member: its current assignment (classicGroupSyncToConsumerGroup)."""
+        member, error = self._classic_member(group, member_id, instance_id)
+        if member is None:
+            return error, b""
+        assert member.classic is not None and group.consumer is not None
+        if generation_id != member.member_epoch:
+            return E.illegal_generation, b""
+        chosen, metadata = member.classic.protocols[0]
+        if (protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE) or (
+            protocol_name is not None and protocol_name != chosen
+        ):
+            return E.inconsistent_group_protocol, b""
+        if (
+            group.consumer.group_epoch > member.member_epoch
+            and member.state != MemberState.UNREVOKED_PARTITIONS
+        ):
+            return E.rebalance_in_progress, b""
+        self._schedule(group, member, member.classic.session_timeout_ms)
+        version = int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
+        return E.none, encode_assignment(member.assigned, version)
+
+    def classic_heartbeat(
+        self, group: Group, member_id: str, instance_id: str | None, generation_id: int
+    ) -> int:
+        """Heartbeat of a classic member: REBALANCE_IN_PROGRESS when it must join again to
+        catch up (a new group epoch, partitions to revoke, or freed partitions to take)."""
+        member, error = self._classic_member(group, member_id, instance_id)
+        if member is None:
+            return error
+        cg = group.consumer
+        assert member.classic is not None and cg is not None
+        if generation_id != member.member_epoch:
+            return E.illegal_generation
+        self._schedule(group, member, member.classic.session_timeout_ms)
+        if member.member_epoch < cg.group_epoch or member.state == MemberState.UNREVOKED_PARTITIONS:
+            return E.rebalance_in_progress
+        if member.state == MemberState.UNRELEASED_PARTITIONS:
+            missing = {
+                (t, p) for t, parts in cg.target.get(member.member_id, {}).items() for p in parts
+            } - member.owned()
+            if not missing & cg.owned_by_others(member.member_id):
+                return E.rebalance_in_progress  # what it waited for is free now
+        return E.none
+
+    def classic_leave(self, group: Group, member_id: str, instance_id: str | None) -> int:
+        member, error = self._classic_member(group, member_id or "", instance_id)
+        if member is None:
+            return error
+        self.remove_member(group, member, "left the group (classic LeaveGroup)")
+        self._store(group)
+        return E.none
 
     # Offset commits of consumer groups --------------------------------------------------
     @staticmethod

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from . import offsets_topic as ot
 from .assignors import Assignment
 from .consumer_group import ConsumerGroup, ConsumerMember, MemberState
+from .consumer_group_classic import ClassicMetadata
 
 Record = tuple[bytes, bytes | None]
 TopicIdOf = Callable[[str], bytes | None]
@@ -67,6 +68,11 @@ def _member_records(
             subscribed_topic_regex=member.subscribed_regex,
             rebalance_timeout_ms=member.rebalance_timeout_ms,
             server_assignor=member.server_assignor,
+            classic_member_metadata=(
+                (member.classic.session_timeout_ms, list(member.classic.protocols))
+                if member.classic is not None
+                else None
+            ),
         )
     )
     target = ot.consumer_group_value(
@@ -222,6 +228,13 @@ def build_groups(
                 subscribed=tuple(value.subscribed_topic_names),
                 subscribed_regex=value.subscribed_topic_regex,
                 server_assignor=value.server_assignor,
+                classic=(
+                    ClassicMetadata(
+                        value.classic_member_metadata[0], list(value.classic_member_metadata[1])
+                    )
+                    if value.classic_member_metadata is not None
+                    else None
+                ),
             )
     for key, value in records.items():
         if not isinstance(key, ot.ConsumerMemberKey):

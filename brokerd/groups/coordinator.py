@@ -159,9 +159,20 @@ class GroupCoordinator:
             group = self.manager.add_group(Group(group_id, state_timestamp_ms=now_ms()))
         if group.consumer is not None:
             if group.consumer.members:
-                # A classic member cannot join a consumer group with members (mixed groups
-                # are not done), the answer Kafka gives when conversion is off.
-                return JoinResult(E.inconsistent_group_protocol, member_id)
+                # A classic member joins a consumer group with members as one of them
+                # (Kafka 4's mixed groups): assigned server-side, generation = its epoch.
+                return await self.consumer.classic_join(
+                    group,
+                    member_id,
+                    group_instance_id,
+                    client_id,
+                    client_host,
+                    session_timeout_ms,
+                    rebalance_timeout_ms,
+                    protocol_type,
+                    protocols,
+                    require_known_member_id,
+                )
             # An empty consumer group becomes a classic group again, as in Kafka: its
             # records are tombstoned (maybeDeleteEmptyConsumerGroup).
             self.manager.append_now(
@@ -526,6 +537,11 @@ class GroupCoordinator:
         group = self.manager.get_group(group_id)
         if group is None:
             return E.unknown_member_id, b"", None
+        if group.consumer is not None:
+            error, assignment = self.consumer.classic_sync(
+                group, member_id, group_instance_id, generation_id, protocol_type, protocol_name
+            )
+            return error, assignment, group
         if group.is_in(GroupState.DEAD):
             return E.coordinator_not_available, b"", group
         if group.is_static_member_fenced(member_id, group_instance_id):
@@ -586,6 +602,10 @@ class GroupCoordinator:
         group = self.manager.get_group(group_id)
         if group is None:
             return E.unknown_member_id
+        if group.consumer is not None:
+            return self.consumer.classic_heartbeat(
+                group, member_id, group_instance_id, generation_id
+            )
         if group.is_in(GroupState.DEAD):
             return E.coordinator_not_available
         if group.is_static_member_fenced(member_id, group_instance_id):
@@ -615,7 +635,11 @@ class GroupCoordinator:
             return E.coordinator_not_available, []
         results = []
         for member_id, instance_id in leaving:
-            results.append((member_id, instance_id, self._leave(group, member_id, instance_id)))
+            if group.consumer is not None:
+                error = self.consumer.classic_leave(group, member_id, instance_id)
+            else:
+                error = self._leave(group, member_id, instance_id)
+            results.append((member_id, instance_id, error))
         return E.none, results
 
     def _leave(self, group: Group, member_id: str, instance_id: str | None) -> int:

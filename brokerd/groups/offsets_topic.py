@@ -130,6 +130,9 @@ class ConsumerGroupMemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    # Tagged field 0, ClassicMemberMetadata: (session timeout, [(protocol, metadata)]) of a
+    # classic member inside the consumer group; None for a member of the consumer protocol.
+    classic_member_metadata: tuple[int, list[tuple[str, bytes]]] | None = None
 
 
 @dataclass
@@ -339,6 +342,20 @@ def consumer_group_value(value: ConsumerGroupValue) -> bytes:
             + _I32.pack(value.rebalance_timeout_ms)
             + _compact_string(value.server_assignor)
         )
+        if value.classic_member_metadata is not None:
+            session_timeout, protocols = value.classic_member_metadata
+            classic = (
+                _I32.pack(session_timeout)
+                + _compact_array(
+                    [
+                        _compact_string(name) + _uvarint(len(data) + 1) + data + _NO_TAGS
+                        for name, data in protocols
+                    ]
+                )
+                + _NO_TAGS
+            )
+            # One tagged field: tag 0, its size, then the struct.
+            return head + body + _uvarint(1) + _uvarint(0) + _uvarint(len(classic)) + classic
     elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
         body = _I32.pack(value.assignment_epoch)
     elif isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
@@ -360,6 +377,9 @@ class _Reader:
         self.data = memoryview(data)
         self.pos = 0
         self.flexible = flexible
+
+    def take(self, size: int) -> memoryview:
+        return self._take(size)
 
     def _take(self, size: int) -> memoryview:
         if size < 0 or self.pos + size > len(self.data):
@@ -487,6 +507,19 @@ def decode_consumer_group_value(kind: int, data: bytes) -> ConsumerGroupValue:
             rebalance_timeout_ms=reader.int32(),
             server_assignor=reader.nullable_string(),
         )
+        for _ in range(reader.uvarint()):  # tagged fields: 0 is ClassicMemberMetadata
+            tag, size = reader.uvarint(), reader.uvarint()
+            if tag != 0:
+                reader.take(size)
+                continue
+            session_timeout = reader.int32()
+            protocols = []
+            for _ in range(max(reader.array_length(), 0)):
+                protocols.append((reader.string(), reader.bytes_()))
+                reader.skip_tags()
+            reader.skip_tags()
+            value.classic_member_metadata = (session_timeout, protocols)
+        return value
     elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
         value = ConsumerGroupTargetAssignmentMetadataValue(reader.int32())
     elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:

@@ -10,6 +10,7 @@ member loss take seconds, not Kafka's 5 s / 45 s defaults.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
@@ -19,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 from brokerd.protocol.errors import ErrorCode as E
 from tests.compat.group_support import Member, balanced, group_story, wait_for
 from tests.compat.test_groups_clients import committed, create_topic, produce
-from tests.integration.test_groups_protocol import join
+from tests.integration.test_groups_protocol import join, join_request
 from tests.integration.wire import WireClient, request
 
 SESSION_MS = 6000
@@ -203,10 +204,13 @@ def test_list_describe_and_classic_groups_side_by_side(kip848_broker, topic_name
         only = groups_cli(bootstrap, "--list", "--type", "consumer", "--state").stdout
         rows = [r.split() for r in only.splitlines()[1:]]
         assert [group, "Consumer", "Stable"] in rows and classic_group not in only, only
-        # A classic member cannot join a consumer group that has members.
+        # A classic JoinGroup to a consumer group with members is taken in as Kafka 4 does
+        # (MEMBER_ID_REQUIRED first, KIP-394); one of another protocol type is refused.
         with WireClient(bootstrap) as wire:
             answer = join(wire, group, version=5)
-            assert answer.error_code == E.inconsistent_group_protocol
+            assert answer.error_code == E.member_id_required and answer.member_id
+            other = dataclasses.replace(join_request(group, version=5), protocol_type="connect")
+            assert wire.call(other).error_code == E.inconsistent_group_protocol
     finally:
         stop_all(members)
 
@@ -372,5 +376,71 @@ def test_a_static_member_restarts_without_disturbing_the_other(kip848_broker, to
         everyone.append(again)
         wait_for(lambda: again.partitions == a_had, 60, "the restarted member's partitions", story)
         assert len(b.assignments) == b_history, f"the other member was disturbed: {story()}"
+    finally:
+        stop_all(everyone)
+
+
+@pytest.mark.parametrize("classic_assignor", ["range", "cooperative-sticky"])
+def test_a_mixed_group_of_classic_and_new_members(kip848_broker, topic_name, classic_assignor):
+    """Kafka 4's mixed groups: a classic confluent-kafka consumer (eager or cooperative)
+    joins a consumer group that has a group.protocol=consumer member. Both are assigned by
+    the coordinator (no overlap, every partition owned), both consume and commit; when the
+    classic member goes, the other takes everything, and a classic member alone keeps the
+    group going after the new member leaves."""
+    bootstrap = kip848_broker.bootstrap
+    create_topic(bootstrap, topic_name, 4)
+    produce_range(bootstrap, topic_name, range(0, 40), 4)
+    group = group_id()
+    new = member(bootstrap, group, topic_name, commit=True, client_id="new")
+    everyone = [new]
+
+    def story() -> str:
+        return group_story(everyone, kip848_broker.output)
+
+    try:
+        wait_for(lambda: balanced([new], 4), 60, "the new member alone", story)
+        classic = Member(
+            "confluent",
+            bootstrap,
+            group,
+            topic_name,
+            assignor=classic_assignor,
+            commit=True,
+            client_id="classic",
+        )
+        everyone.append(classic)
+        wait_for(
+            lambda: balanced([new, classic], 4) and new.partitions and classic.partitions,
+            60,
+            "both kinds sharing the partitions",
+            story,
+        )
+        with WireClient(bootstrap) as wire:
+            described = wire.call(
+                request(69, 0, group_ids=(group,), include_authorized_operations=False)
+            ).groups[0]
+        assert described.error_code == E.none and len(described.members) == 2
+        produce_range(bootstrap, topic_name, range(40, 80), 4)
+        wait_for(
+            lambda: {int(v) for m in everyone for _, _, v in m.records} >= set(range(80)),
+            60,
+            "every record consumed by one or the other",
+            story,
+        )
+        wait_for(
+            lambda: committed(bootstrap, group, topic_name, 4) == {p: 20 for p in range(4)},
+            60,
+            "both kinds' commits accepted",
+            story,
+        )
+        classic.terminate()  # a classic LeaveGroup
+        wait_for(lambda: balanced([new], 4), 60, "the new member takes everything", story)
+        again = Member(
+            "confluent", bootstrap, group, topic_name, assignor=classic_assignor, client_id="c2"
+        )
+        everyone.append(again)
+        wait_for(lambda: balanced([new, again], 4), 60, "a classic member back", story)
+        new.terminate()
+        wait_for(lambda: balanced([again], 4), 60, "the classic member alone", story)
     finally:
         stop_all(everyone)

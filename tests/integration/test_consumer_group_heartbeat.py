@@ -161,8 +161,9 @@ def test_a_partition_is_given_only_after_its_owner_revoked_it(group_broker, topi
             assert m.member_type == 1 and m.subscribed_topic_names == (topic_name,)
             assert all(tp.topic_name == topic_name for tp in m.assignment.topic_partitions)
 
-        # A classic member cannot join it; DeleteGroups refuses a group with members.
-        assert join(client, group, version=5).error_code == E.inconsistent_group_protocol
+        # A classic member joins it as Kafka 4 does (MEMBER_ID_REQUIRED first, KIP-394);
+        # DeleteGroups refuses a group with members.
+        assert join(client, group, version=5).error_code == E.member_id_required
         deleted = client.call(request(42, 2, groups_names=(group,)))
         assert deleted.results[0].error_code == E.non_empty_group
 

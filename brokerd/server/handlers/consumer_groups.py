@@ -21,7 +21,7 @@ from brokerd.coordination.group_configs import (
     CONSUMER_SESSION_TIMEOUT_MS,
 )
 from brokerd.coordination.zk_data import kafka_uuid_to_uuid, uuid_to_kafka
-from brokerd.groups.consumer_group_coordinator import HeartbeatRequest
+from brokerd.groups.consumer_group_coordinator import HeartbeatRequest, heartbeat_write_error
 from brokerd.protocol.errors import ErrorCode
 from brokerd.protocol.framing import Request
 from brokerd.protocol.messages import NO_THROTTLE, build, response_module
@@ -202,7 +202,7 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
         # Answered once what the heartbeat changed is in __consumer_offsets (its ISR).
         written = await result.written
         if written:
-            return failed(_write_error(written))
+            return failed(heartbeat_write_error(written))
     assignment = None
     if result.assignment is not None:
         assignment = build(
@@ -218,15 +218,6 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext, request: Request)
         heartbeat_interval=datetime.timedelta(milliseconds=result.heartbeat_interval_ms),
         assignment=assignment,
     )
-
-
-def _write_error(code: int) -> int:
-    """Kafka's GroupCoordinatorService.handleOperationException for a failed write."""
-    if code in (E.request_timed_out, E.not_enough_replicas, E.unknown_topic_or_partition):
-        return E.coordinator_not_available
-    if code in (E.invalid_commit_offset_size, E.message_too_large, E.record_list_too_large):
-        return E.unknown_server_error
-    return code
 
 
 def _described_assignment(ctx: HandlerContext, module, assignment):
@@ -285,7 +276,6 @@ async def handle_consumer_group_describe(ctx: HandlerContext, request: Request):
             )
             continue
         cg = group.consumer
-        extra = {"member_type": 1} if version >= 1 else {}
         members = tuple(
             build(
                 module.Member,
@@ -301,7 +291,8 @@ async def handle_consumer_group_describe(ctx: HandlerContext, request: Request):
                 target_assignment=_described_assignment(
                     ctx, module, cg.target.get(m.member_id, {})
                 ),
-                **extra,
+                # v1: 1 for a member of the consumer protocol, 0 for a classic one (mixed).
+                **({"member_type": 0 if m.classic is not None else 1} if version >= 1 else {}),
             )
             for m in cg.members.values()
         )

@@ -262,3 +262,74 @@ async def test_an_empty_classic_group_becomes_a_consumer_group_and_back(make, re
     group = second.manager.get_group("g")
     assert group is not None and group.consumer is None  # a classic group after a load
     await second.shutdown()
+
+
+def test_the_classic_member_metadata_tagged_field_round_trips():
+    value = ot.ConsumerGroupMemberMetadataValue(
+        None, None, "c", "/h", ["t"], None, 60000, None, (45000, [("range", b"\x00\x01")])
+    )
+    encoded = ot.consumer_group_value(value)
+    # Tagged fields: one, tag 0, its size, then int32 session, [name, metadata], no tags.
+    classic = b"\x00\x00\xaf\xc8" + b"\x02" + b"\x06range" + b"\x03\x00\x01" + b"\x00" + b"\x00"
+    assert encoded.endswith(b"\x01\x00" + bytes([len(classic)]) + classic)
+    _, decoded = ot.decode_record(ot.consumer_member_key(5, "g", "m"), encoded)
+    assert decoded == value
+
+
+async def test_a_classic_member_inside_a_consumer_group(make, replicas):  # noqa: F811
+    """Kafka 4's mixed group on the coordinator: a classic JoinGroup to a consumer group
+    with members is assigned server-side; its heartbeat asks it to rejoin until it has its
+    share; SyncGroup hands it its partitions; all of it survives a load."""
+    from brokerd.groups.consumer_group_classic import parse_subscription
+
+    from .test_coordinator import PROTOCOLS
+
+    def classic_join(coordinator, member_id):
+        return coordinator.join_group(
+            "g", member_id, None, "old", "/127.0.0.1", 10_000, 60_000, "consumer",
+            PROTOCOLS, False, False,
+        )  # fmt: skip
+
+    first = await make(metadata=metadata())
+    join(first, "a")
+    cg = settle(first, "a")
+    assert cg.members["a"].assigned == {"t": frozenset({0, 1, 2})}
+    joined = await classic_join(first, "")
+    assert joined.error == E.none and joined.leader_id == "" and joined.protocol_name == "range"
+    c = joined.member_id
+    assert joined.generation_id == cg.members[c].member_epoch == cg.group_epoch
+    assert cg.members[c].assigned == {}  # a still owns its target: nothing free yet
+    assert first.heartbeat("g", joined.generation_id, c, None) == E.none  # waits for a
+    assert first.heartbeat("g", joined.generation_id - 1, c, None) == E.illegal_generation
+    settle(first, "a")  # a gives up the classic member's share
+    assert first.heartbeat("g", joined.generation_id, c, None) == E.rebalance_in_progress
+    again = await classic_join(first, c)
+    assert again.error == E.none
+    error, assignment, _ = await first.sync_group(
+        "g", again.generation_id, c, None, "consumer", "range", {}
+    )
+    assert error == E.none
+    from brokerd.groups.group import parse_assignment
+
+    got = {t: frozenset(p) for t, p in parse_assignment(assignment).items()}
+    assert got and got == cg.members[c].assigned
+    assert set(got["t"]) | set(cg.members["a"].assigned["t"]) == {0, 1, 2}
+    assert first.heartbeat("g", again.generation_id, c, None) == E.none
+    assert parse_subscription(PROTOCOLS[0][1]).topics == ["t"]
+    await first.shutdown()
+
+    second = await make(metadata=metadata())
+    loaded = second.manager.get_group("g").consumer
+    assert loaded.members[c].classic is not None
+    assert loaded.members[c].classic.protocols == list(PROTOCOLS)
+    assert second.heartbeat("g", again.generation_id, c, None) == E.none
+    error, assignment, _ = await second.sync_group(
+        "g", again.generation_id, c, None, "consumer", "range", {}
+    )
+    assert error == E.none and parse_assignment(assignment) == {
+        t: sorted(p) for t, p in got.items()
+    }
+    # A classic LeaveGroup: a gets everything back.
+    assert second.leave_group("g", [(c, None)]) == (E.none, [(c, None, E.none)])
+    assert set(loaded.members) == {"a"}
+    await second.shutdown()
