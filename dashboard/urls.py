@@ -11,6 +11,7 @@ from dashboard.live import (
     brokers,
     clusters,
     group_actions,
+    group_list,
     maintenance,
     messages,
     security,
@@ -94,7 +95,7 @@ urlpatterns = [
         transactions.abort,
         name="transactions-abort",
     ),
-    path("clusters/<str:cluster_id>/groups/", live.group_list, name="group-list"),
+    path("clusters/<str:cluster_id>/groups/", group_list.group_list, name="group-list"),
     # Group ids may hold "/": the actions (no trailing slash) are tried before the page.
     path(
         "clusters/<str:cluster_id>/groups/<path:group_id>/actions/reset-offsets",

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _row(html: str, group: str) -> str:
-    found = re.search(rf"<tr><td><a [^>]*>{re.escape(group)}</a></td>.*?</tr>", html)
+    found = re.search(rf"<tr[^>]*><td[^>]*><a [^>]*>{re.escape(group)}</a></td>.*?</tr>", html)
     assert found, f"{group} not listed"
     return found.group(0)
 
