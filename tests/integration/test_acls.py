@@ -298,6 +298,40 @@ def test_kafka_python_admin_acl_calls(secured):
         client.close()
 
 
+def test_every_resource_type_is_stored_at_kafkas_path(secured):
+    """Kafka's resource types beyond topics and groups, from kafka-python: TransactionalId,
+    DelegationToken, the Cluster and User (KIP-373's token rights), each under
+    /kafka-acl/<ResourceType>/<name>, described back by type and deleted."""
+    client = KafkaAdminClient(**kafka_python(secured, "admin"))
+    name = new_name("res")
+    cases = [
+        (KpResourceType.TRANSACTIONAL_ID, name, KpOperation.WRITE, "TransactionalId"),
+        (KpResourceType.DELEGATION_TOKEN, name, KpOperation.DESCRIBE, "DelegationToken"),
+        (KpResourceType.CLUSTER, "kafka-cluster", KpOperation.IDEMPOTENT_WRITE, "Cluster"),
+        (KpResourceType.USER, name, KpOperation.CREATE_TOKENS, "User"),  # KIP-373
+    ]
+    try:
+        for resource_type, resource_name, operation, path_type in cases:
+            pattern = ResourcePattern(resource_type, resource_name, KpPatternType.LITERAL)
+            acl = ACL("User:carol", "*", operation, ACLPermissionType.ALLOW, pattern)
+            result = client.create_acls([acl])
+            assert result["failed"] == [], result
+            stored = json.loads(zk_get(secured, f"/kafka-acl/{path_type}/{resource_name}"))
+            carol = [a for a in stored["acls"] if a["principal"] == "User:carol"]
+            assert [(a["permissionType"], a["host"]) for a in carol] == [("Allow", "*")]
+            acl_filter = ACLFilter(
+                "User:carol", "*", KpOperation.ANY, ACLPermissionType.ANY, pattern
+            )
+            found, error = client.describe_acls(acl_filter)
+            assert error is kafka_errors.NoError
+            assert [(a.resource_pattern.resource_type, a.operation) for a in found] == [
+                (resource_type, operation)
+            ]
+            assert len(client.delete_acls([acl_filter])[0][1]) == 1
+    finally:
+        client.close()
+
+
 def test_acl_apis_need_cluster_rights(secured):
     """DescribeAcls needs DESCRIBE on the cluster (bob has it, from the ZooKeeper grant made
     before the broker started); CreateAcls/DeleteAcls ALTER (nobody but the super user)."""
