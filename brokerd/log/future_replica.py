@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +31,75 @@ log = logging.getLogger(__name__)
 # Bytes copied per step: bounds the time a step holds a worker and, for the last steps of a
 # move (under the current log's lock), how long appends wait.
 COPY_BYTES = 1 << 20
+# Kafka's replica.alter.log.dirs.io.max.bytes.per.second default: no limit.
+UNLIMITED = (1 << 63) - 1
+# How long a throttled mover waits before asking the quota again.
+THROTTLED_WAIT_S = 0.05
+
+
+class AlterLogDirsQuota:
+    """The byte rate of every move's copying together, bounded by
+    replica.alter.log.dirs.io.max.bytes.per.second (Kafka's ReplicationQuotaManager for
+    alter-log-dirs: its movers copy nothing while the rate is above the bound, and record
+    what each step copied). The rate is Kafka's sampled Rate: `window_num` samples of
+    `window_s` seconds (alter.log.dirs.replication.quota.window.num / .size.seconds), the
+    total over the retained samples divided by their span, taken as at least
+    window_num - 1 windows (so a move may start with a burst of that many seconds' worth).
+
+    `bound` is a number or how to read its current value: a dynamic broker config changes
+    it while moves run. Thread-safe."""
+
+    def __init__(
+        self,
+        bound: int | Callable[[], int] = UNLIMITED,
+        window_num: int = 11,
+        window_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self._bound = bound
+        self.window_num = max(1, window_num)
+        self.window_s = max(window_s, 0.001)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._samples: list[list[float]] = []  # [start, bytes], oldest first
+
+    @property
+    def bound(self) -> int:
+        bound = self._bound
+        return int(bound() if callable(bound) else bound)
+
+    def record(self, size: int) -> None:
+        now = self._clock()
+        with self._lock:
+            samples = self._samples
+            if not samples or now - samples[-1][0] >= self.window_s:
+                samples.append([now, 0.0])
+            samples[-1][1] += size
+            self._purge(now)
+
+    def rate(self) -> float:
+        """Bytes per second over the retained samples (Kafka's Rate.measure)."""
+        now = self._clock()
+        with self._lock:
+            self._purge(now)
+            if not self._samples:
+                return 0.0
+            total = sum(size for _, size in self._samples)
+            elapsed = now - self._samples[0][0]
+            full = int(elapsed // self.window_s)
+            if full < self.window_num - 1:
+                elapsed += (self.window_num - 1 - full) * self.window_s
+            return total / max(elapsed, 0.001)
+
+    def exceeded(self) -> bool:
+        bound = self.bound
+        return bound < UNLIMITED and self.rate() > bound
+
+    def _purge(self, now: float) -> None:
+        expire = self.window_num * self.window_s
+        samples = self._samples
+        while samples and now - samples[0][0] >= expire:
+            samples.pop(0)
 
 
 class FutureReplicaMove:
@@ -39,10 +109,17 @@ class FutureReplicaMove:
     returns True once the swap is done, False to go on copying (an append came in between).
     `run` is a worker thread's loop; `cancel` stops it at the next step."""
 
-    def __init__(self, current: Log, future: Log, finish: Callable[[FutureReplicaMove], bool]):
+    def __init__(
+        self,
+        current: Log,
+        future: Log,
+        finish: Callable[[FutureReplicaMove], bool],
+        quota: AlterLogDirsQuota | None = None,
+    ):
         self.current = current
         self.future = future
         self._finish = finish
+        self.quota = quota or AlterLogDirsQuota()
         self.cancelled = threading.Event()
         self.started = threading.Event()  # the log manager's: a mover thread took it
         self.done = threading.Event()  # the log manager's: stopped and cleaned up
@@ -70,6 +147,10 @@ class FutureReplicaMove:
             while not self.cancelled.is_set():
                 if self.current.closed or self.future.closed:
                     return
+                if self.quota.exceeded():
+                    # Throttled: nothing copied until the rate fell below the bound.
+                    self.cancelled.wait(THROTTLED_WAIT_S)
+                    continue
                 self.reconcile()
                 if self.copy_step():
                     continue
@@ -151,4 +232,8 @@ class FutureReplicaMove:
             # at the batch's base then (Kafka's UnexpectedAppendOffsetException handling).
             future.truncate_fully_and_start_at(first)
         future.append_as_follower(data)
+        self.quota.record(len(data))
+        # As Kafka's ReplicaAlterLogDirsThread: the copy takes the current log's high
+        # watermark (clamped to what it holds), which its dir's checkpoint records.
+        future.update_high_watermark(current.high_watermark)
         return True

@@ -27,7 +27,7 @@ from typing import Any
 from ..config import LogConfig
 from . import errors
 from .checkpoints import OffsetCheckpointFile, read_properties, write_properties
-from .future_replica import FutureReplicaMove
+from .future_replica import UNLIMITED, AlterLogDirsQuota, FutureReplicaMove
 from .log import FUTURE_DIR_SUFFIX, Log, dir_name, parse_dir_name
 from .recovery import load_log
 from .retention import RetentionReport, delete_old_segments
@@ -105,12 +105,22 @@ def checked_partition_dir(log_dir: Path, topic: str, partition: int) -> Path:
 
 @dataclass
 class _DirLoads:
-    """One log dir's start-up: its marker's word, its high watermarks, the queued loads."""
+    """One log dir's start-up: its marker's word, its checkpoints, the queued loads."""
 
     clean: bool
-    high_watermarks: dict[TopicPartition, int]
+    checkpoints: _Checkpoints
     began: float
     futures: dict[TopicPartition, Future[Log]] = field(default_factory=dict)
+
+
+@dataclass
+class _Checkpoints:
+    """What one log dir's checkpoint files said at start-up, per partition: current logs'
+    and future logs' entries alike (a partition's two replicas are in different dirs)."""
+
+    recovery_points: dict[TopicPartition, int]
+    log_start_offsets: dict[TopicPartition, int]
+    high_watermarks: dict[TopicPartition, int]
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -133,6 +143,8 @@ class LogManager:
         producer_id_expiration_ms: int = 86400000,
         clock: Callable[[], float] = time.time,
         recovery_threads_per_data_dir: int | Callable[[], int] = 1,
+        alter_log_dirs_threads: int | None = None,
+        alter_log_dirs_io_max_bytes_per_second: int | Callable[[], int] = UNLIMITED,
     ):
         self.log_dirs = [Path(d) for d in log_dirs]
         # num.recovery.threads.per.data.dir (a number, or how to read its current value):
@@ -171,14 +183,23 @@ class LogManager:
         # were counted at (see _dir_counts); None after a delete, a move or a failed dir.
         self._counts_by_dir: dict[Path, int] = {}
         self._counted_sizes: tuple[int, int] | None = None
-        # num.replica.alter.log.dirs.threads: Kafka's default is one per log dir.
-        self.alter_log_dirs_threads = max(len(self.log_dirs), 1)
+        # num.replica.alter.log.dirs.threads (Kafka's default: one per log dir), and
+        # replica.alter.log.dirs.io.max.bytes.per.second, the bound on what all moves copy
+        # together (a number, or how to read its current dynamic value).
+        self.alter_log_dirs_threads = max(
+            alter_log_dirs_threads if alter_log_dirs_threads is not None else len(self.log_dirs),
+            1,
+        )
+        self.alter_log_dirs_quota = AlterLogDirsQuota(alter_log_dirs_io_max_bytes_per_second)
         self._movers: ThreadPoolExecutor | None = None
         # Future replicas (`-future` dirs) found at start-up, resumed once every log loaded;
         # and whether the log manager is shutting down (a move stopped then keeps its copy
         # for the next start-up to resume, as Kafka's future logs survive a restart).
         self._found_futures: list[Path] = []
         self._closing = False
+        # Each log dir's checkpoints as read at start-up, until the found future logs
+        # took theirs (_resume_moves).
+        self._start_checkpoints: dict[Path, _Checkpoints] = {}
         # callables(log dir, reason) once a dir went offline; called from the thread that
         # met the I/O error (the replica manager hands them over to its event loop).
         self.dir_failure_listeners: list[Callable[[Path, str], object]] = []
@@ -202,7 +223,10 @@ class LogManager:
             for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
         self._closing = False
+        with self._logs_lock:
+            self.future_logs.clear()  # copies kept closed by a previous shutdown
         self._resume_moves()
+        self._start_checkpoints.clear()
         self.started = True
 
     @property
@@ -237,10 +261,13 @@ class LogManager:
         if clean:
             marker.unlink(missing_ok=True)
             _fsync_dir(directory)
-        recovery_points = OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).read()
-        start_offsets = OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).read()
-        high_watermarks = OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).read()
-        loads = _DirLoads(clean, high_watermarks, time.monotonic())
+        checkpoints = _Checkpoints(
+            OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).read(),
+            OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).read(),
+            OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).read(),
+        )
+        self._start_checkpoints[directory] = checkpoints
+        loads = _DirLoads(clean, checkpoints, time.monotonic())
         for child in sorted(directory.iterdir()):
             if not child.is_dir():
                 continue
@@ -261,8 +288,8 @@ class LogManager:
                 child,
                 tp,
                 self.config_for(tp[0]),
-                recovery_points.get(tp, 0),
-                start_offsets.get(tp, 0),
+                checkpoints.recovery_points.get(tp, 0),
+                checkpoints.log_start_offsets.get(tp, 0),
                 clean,
             )
         return loads
@@ -304,7 +331,11 @@ class LogManager:
                 log.error("partition %s-%d is offline: %s", tp[0], tp[1], exc, exc_info=exc)
                 self.offline_partitions[tp] = str(exc)
                 continue
-            loaded.update_high_watermark(loads.high_watermarks.get(tp, loaded.log_end_offset))
+            # No checkpointed high watermark (the partition was made after the last
+            # checkpoint): 0, raised to the log start, as Kafka's Partition.createLog; the
+            # leader's fetch responses, or as leader the ISR, raise it. Never the log end:
+            # records above the true high watermark would be served as committed.
+            loaded.update_high_watermark(loads.checkpoints.high_watermarks.get(tp, 0))
             previous = self.logs.get(tp)
             if previous is not None:
                 raise DuplicateLogDirError(
@@ -557,10 +588,14 @@ class LogManager:
     def checkpoint(self) -> None:
         """Recovery points, log start offsets and high watermarks, per live log dir; a dir
         whose checkpoint cannot be written goes offline (Kafka's LogDirFailureChannel)."""
+        with self._logs_lock:
+            # Future logs too, each in its own dir (Kafka's logsByDir): a move resumed
+            # after a crash recovers only what its copy had not flushed.
+            every = [*self.logs.items(), *self.future_logs.items()]
         for directory in self.live_log_dirs():
             in_dir = {
                 tp: partition_log
-                for tp, partition_log in self._logs_snapshot()
+                for tp, partition_log in every
                 if partition_log.dir.parent == directory
             }
             try:
@@ -657,7 +692,7 @@ class LogManager:
 
     def _start_move(self, tp: TopicPartition, current: Log, future: Log) -> None:
         """Register a future log and queue its copy on a mover thread (_moves_lock held)."""
-        move = FutureReplicaMove(current, future, self._finish_move)
+        move = FutureReplicaMove(current, future, self._finish_move, self.alter_log_dirs_quota)
         with self._logs_lock:
             self.future_logs[tp] = future
         self._moves[tp] = move
@@ -702,14 +737,19 @@ class LogManager:
             final = checked_partition_dir(copy.parent, topic, partition)
             os.replace(copy, final)
             _fsync_dir(copy.parent)
+            own = self._start_checkpoints.get(copy.parent)
             promoted = load_log(
                 final,
                 self.config_for(topic),
+                recovery_point=own.recovery_points.get(tp, 0) if own else 0,
+                log_start_offset=self._checkpointed(tp, "log_start_offsets"),
                 had_clean_shutdown=clean,
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
                 clock=self.clock,
             )
-            promoted.update_high_watermark(promoted.log_end_offset)
+            # The high watermark the copy or the replica it replaced had checkpointed,
+            # else 0 (never the log end: the copy may hold records not yet committed).
+            promoted.update_high_watermark(self._checkpointed(tp, "high_watermarks"))
             with self._logs_lock:
                 self.logs[tp] = promoted
             log.info("%s-%d: a swap cut short is completed: its log is now %s", *tp, final)
@@ -717,14 +757,19 @@ class LogManager:
         if current.dir.parent == copy.parent:
             self.dirs_to_delete.append(copy)
             return
+        own = self._start_checkpoints.get(copy.parent)
         future = load_log(
             copy,
             self.config_for(topic),
+            # The copy's own recovery point, checkpointed in its dir as Kafka's future
+            # logs' are: an unclean restart recovers only what was not flushed.
+            recovery_point=own.recovery_points.get(tp, 0) if own else 0,
             log_start_offset=current.log_start_offset,
             had_clean_shutdown=clean,
             producer_id_expiration_ms=self.producer_id_expiration_ms,
             clock=self.clock,
         )
+        future.update_high_watermark(own.high_watermarks.get(tp, 0) if own else 0)
         with self._moves_lock:
             self._start_move(tp, current, future)
         log.info(
@@ -737,6 +782,14 @@ class LogManager:
             current.log_end_offset,
         )
 
+    def _checkpointed(self, tp: TopicPartition, kind: str) -> int:
+        """The highest value any log dir's checkpoint held for `tp` at start-up (a swap cut
+        short: the copy's dir and the replaced replica's), else 0."""
+        return max(
+            (getattr(found, kind).get(tp, 0) for found in self._start_checkpoints.values()),
+            default=0,
+        )
+
     def _run_move(self, move: FutureReplicaMove) -> None:
         """On a mover thread: copy until swapped; a move that stopped otherwise (cancelled,
         the log closed or deleted, an error) drops its copy, except at shutdown, when the
@@ -746,13 +799,17 @@ class LogManager:
             move.run()
             if move.swapped:
                 return
+            kept = self._closing and move.error is None and not move.future.closed
             with self._moves_lock:
                 if self._moves.get(move.key) is move:
                     del self._moves[move.key]
                 with self._logs_lock:
-                    if self.future_logs.get(move.key) is move.future:
+                    # A copy kept for the next start stays a future log until then: the
+                    # shutdown's checkpoints record its recovery point, log start and
+                    # high watermark in its dir, as Kafka's do.
+                    if not kept and self.future_logs.get(move.key) is move.future:
                         del self.future_logs[move.key]
-            if self._closing and move.error is None and not move.future.closed:
+            if kept:
                 move.future.close()
                 log.info("%s-%d: its move is resumed at the next start", *move.key)
                 return

@@ -10,9 +10,13 @@ import pytest
 
 from brokerd.config import LogConfig
 from brokerd.log import errors
-from brokerd.log.future_replica import FutureReplicaMove
+from brokerd.log.checkpoints import OffsetCheckpointFile
+from brokerd.log.future_replica import UNLIMITED, AlterLogDirsQuota, FutureReplicaMove
 from brokerd.log.log import parse_dir_name
 from brokerd.log.manager import (
+    CLEAN_SHUTDOWN_MARKER,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_CHECKPOINT,
     DuplicateLogDirError,
     LogManager,
     delete_dir_name,
@@ -179,15 +183,17 @@ def test_move_follows_a_truncation_of_the_current_log(tmp_path):
     manager.shutdown()
 
 
-def _partial_copy(a, b, records: int, copied_bytes: int | None):
-    """The disk a crash leaves mid-move: `t-0` in `a` with `records` batches and a
-    `-future` copy of it in `b`, made by the move's own copy step (`copied_bytes` of it,
-    or all of it when None). Returns the copy's directory."""
+def _partial_copy(a, b, records: int, copied_bytes: int | None, high_watermark: int = 0):
+    """The disk a crash leaves mid-move: `t-0` in `a` with `records` batches (its high
+    watermark checkpointed at `high_watermark`) and a `-future` copy of it in `b`, made by
+    the move's own copy step (`copied_bytes` of it, or all of it when None). Returns the
+    copy's directory."""
     manager = started([a, b])
     partition_log = manager.get_or_create_log("t", 0)
     assert partition_log.dir.parent == a
     for i in range(records):
         partition_log.append_as_leader(batch(b"v-%d" % i), leader_epoch=1)
+    partition_log.update_high_watermark(high_watermark)
     manager.shutdown()
     config = LogConfig(segment_bytes=2000, file_delete_delay_ms=0)
     current = load_log(a / "t-0", config, had_clean_shutdown=True)
@@ -321,4 +327,162 @@ def test_a_moved_partition_counts_in_its_new_dir_for_placement(tmp_path):
     wait_for(lambda: moved.dir.parent == b and not manager.future_logs)
     # Now a holds one partition and b two: the next goes to a.
     assert manager.get_or_create_log("t", 3).dir.parent == a
+    manager.shutdown()
+
+
+def _without(directory, checkpoint, tp):
+    """Rewrite a checkpoint file of `directory` without `tp`'s entry."""
+    file = OffsetCheckpointFile(directory / checkpoint)
+    entries = file.read()
+    del entries[tp]
+    file.write(entries)
+
+
+def test_no_checkpointed_high_watermark_loads_as_0_not_the_log_end(tmp_path):
+    """A partition the replication-offset-checkpoint lacks (made after the last checkpoint,
+    then a crash) starts at high watermark 0 raised to its log start, as Kafka's
+    Partition.createLog: the leader's fetch responses (or, as leader, its ISR) raise it.
+    Taking the log end served records above the true high watermark as committed."""
+    a = tmp_path / "a"
+    manager = started([a])
+    t0, t1 = manager.get_or_create_log("t", 0), manager.get_or_create_log("t", 1)
+    for i in range(10):
+        t0.append_as_leader(batch(b"v-%d" % i), leader_epoch=0)
+        t1.append_as_leader(batch(b"v-%d" % i), leader_epoch=0)
+    t0.update_high_watermark(4)
+    t1.update_high_watermark(6)
+    manager.shutdown()
+    _without(a, REPLICATION_CHECKPOINT, ("t", 0))
+    (a / CLEAN_SHUTDOWN_MARKER).unlink()
+    again = started([a])
+    assert again.get_log("t", 0).high_watermark == 0  # was 10
+    assert again.get_log("t", 1).high_watermark == 6
+    # Raised to the log start when that is above 0.
+    again.get_log("t", 0).update_high_watermark(4)
+    again.get_log("t", 0).maybe_increment_log_start_offset(3)
+    again.shutdown()
+    _without(a, REPLICATION_CHECKPOINT, ("t", 0))
+    third = started([a])
+    assert third.get_log("t", 0).high_watermark == 3
+    third.shutdown()
+
+
+def test_a_swap_cut_short_keeps_the_checkpointed_high_watermark(tmp_path):
+    """The copy a swap cut short takes over with the high watermark the replaced replica
+    had checkpointed, not its log end (the copy holds records not yet committed)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    _partial_copy(a, b, 100, None, high_watermark=60)
+    os.replace(a / "t-0", a / delete_dir_name("t", 0))
+    manager = started([a, b])
+    promoted = manager.get_log("t", 0)
+    assert promoted.dir == b / "t-0" and promoted.log_end_offset == 100
+    assert promoted.high_watermark == 60  # was 100
+    manager.shutdown()
+
+
+def _big_log(manager, batches=200, size=16 * 1024):
+    """t-0 in the manager's first dir, ~3 MiB (more than two copy steps)."""
+    partition_log = manager.get_or_create_log("t", 0)
+    for i in range(batches):
+        partition_log.append_as_leader(batch(b"%d" % i + b"x" * size), leader_epoch=0)
+    return partition_log
+
+
+def test_future_logs_are_checkpointed_in_their_dir_and_resumed_from_there(tmp_path):
+    """As Kafka's LogManager (logsByDir): a future log's recovery point, log start and high
+    watermark go to its own dir's checkpoints, and a move resumed after an unclean restart
+    loads its copy from that recovery point (it recovered the whole copy from 0)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    config = LogConfig(segment_bytes=1 << 20, file_delete_delay_ms=0)
+    manager = LogManager([a, b], config, alter_log_dirs_io_max_bytes_per_second=1)
+    manager.startup()
+    partition_log = _big_log(manager)
+    assert partition_log.dir.parent == a
+    partition_log.update_high_watermark(5)
+    manager.alter_log_dir("t", 0, str(b))
+    future = manager.future_logs[("t", 0)]
+    # One copy step (a segment), then the 1 byte/s bound holds the move.
+    wait_for(lambda: future.log_end_offset > 5)
+    assert future.log_end_offset < partition_log.log_end_offset
+    future.flush()  # as flush.ms or a roll of the copy would: its recovery point moves
+    manager.checkpoint()
+    in_b = OffsetCheckpointFile(b / RECOVERY_POINT_CHECKPOINT).read()
+    assert in_b[("t", 0)] == future.recovery_point > 0
+    assert OffsetCheckpointFile(b / REPLICATION_CHECKPOINT).read()[("t", 0)] == 5
+    assert OffsetCheckpointFile(a / REPLICATION_CHECKPOINT).read()[("t", 0)] == 5
+    manager.shutdown()  # the copy is kept, closed (flushed), and checkpointed in b
+    kept = OffsetCheckpointFile(b / RECOVERY_POINT_CHECKPOINT).read()[("t", 0)]
+    assert kept > 0
+    (b / CLEAN_SHUTDOWN_MARKER).unlink()  # as after a crash: b's logs are recovered
+    again = LogManager([a, b], config, alter_log_dirs_io_max_bytes_per_second=1)
+    again.alter_log_dirs_quota.record(1 << 30)  # no copy step until the test looked
+    again.startup()
+    resumed = again.future_logs[("t", 0)]
+    assert resumed.recovery_point == kept  # was 0
+    assert resumed.high_watermark == 5
+    again.shutdown()
+
+
+def test_the_alter_log_dirs_quota_is_kafkas_sampled_rate():
+    now = [100.0]
+    bound = [1000]
+    quota = AlterLogDirsQuota(lambda: bound[0], window_num=11, window_s=1.0, clock=lambda: now[0])
+    assert not quota.exceeded()
+    quota.record(10_000)  # over at least 10 windows: 1,000 bytes/s, not above the bound
+    assert quota.rate() == 1000 and not quota.exceeded()
+    quota.record(1)
+    assert quota.exceeded()
+    bound[0] = 2000  # a dynamic change applies at once
+    assert not quota.exceeded()
+    bound[0] = 0
+    now[0] += 11.0  # the samples expired
+    assert quota.rate() == 0 and not quota.exceeded()
+    assert not AlterLogDirsQuota().exceeded() and AlterLogDirsQuota().bound == UNLIMITED
+
+
+def test_a_throttled_move_waits_and_goes_on_when_the_bound_is_raised(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    bound = [64 * 1024]
+    manager = LogManager(
+        [a, b],
+        LogConfig(segment_bytes=1 << 20, file_delete_delay_ms=0),
+        alter_log_dirs_io_max_bytes_per_second=lambda: bound[0],
+    )
+    manager.startup()
+    partition_log = _big_log(manager)
+    manager.alter_log_dir("t", 0, str(b))
+    move = manager.moving()[("t", 0)]
+    wait_for(lambda: move.future.log_end_offset > 0)
+    time.sleep(1.0)  # ~1 MiB over >= 10 s windows is above 64 KiB/s: no second step
+    assert move.future.log_end_offset < partition_log.log_end_offset
+    assert partition_log.dir.parent == a and move.lag > 0
+    bound[0] = UNLIMITED
+    wait_for(lambda: partition_log.dir.parent == b)
+    assert partition_log.log_end_offset == 200
+    manager.shutdown()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_num_replica_alter_log_dirs_threads_bounds_the_moves_copying_at_once(tmp_path, threads):
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = LogManager(
+        [a, b],
+        LogConfig(segment_bytes=1 << 20, file_delete_delay_ms=0),
+        alter_log_dirs_threads=threads,
+        alter_log_dirs_io_max_bytes_per_second=0,
+    )
+    manager.startup()
+    logs = [manager.get_or_create_log("t", p) for p in range(4)]
+    on_a = [lg for lg in logs if lg.dir.parent == a]
+    for lg in on_a:
+        lg.append_as_leader(batch(b"x" * 1000), leader_epoch=0)
+        lg.append_as_leader(batch(b"y" * 1000), leader_epoch=0)
+    manager.alter_log_dirs_quota.record(1)  # above the bound 0: nothing copies
+    for lg in on_a:
+        manager.alter_log_dir("t", lg.partition, str(b))
+    moves = list(manager.moving().values())
+    assert len(moves) == 2
+    wait_for(lambda: sum(m.started.is_set() for m in moves) >= min(threads, 2))
+    time.sleep(0.5)
+    assert sum(m.started.is_set() for m in moves) == threads  # one mover: one at a time
     manager.shutdown()
