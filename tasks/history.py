@@ -1,9 +1,13 @@
 """History samples the brokers do not keep: consumer lag per group and partition, and
 throughput per topic (records per second from high-watermark growth), recorded by beat
-every HISTORY_INTERVAL_S into HistorySample; the group page charts the lag.
+every HISTORY_INTERVAL_S into HistorySample; the group page charts the lag. With brokerd's
+admin API, also bytes in/out per second per topic and bytes in/out and records in per
+second per broker, from the brokers' own counters (Kafka's BrokerTopicMetrics,
+dashboard/core/throughput.py); the overview, topic and broker pages chart them.
 
 One round per cluster: Metadata, one ListOffsets per leader for every partition, then one
-OffsetFetch per group (a few at a time). Samples older than HISTORY_RETENTION_DAYS go.
+OffsetFetch per group (a few at a time), and each broker's counters (one admin API request
+each). Samples older than HISTORY_RETENTION_DAYS go.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from brokerd.client.errors import KafkaClientError
+from dashboard.core import throughput
+from dashboard.core.admin_api import AdminApi
 from dashboard.core.kafka import KafkaOps, latest_offsets, with_cluster
 from dashboard.core.models import Cluster, HistorySample
 
@@ -40,8 +46,20 @@ def _previous_totals(cluster: Cluster, now: float, totals: dict[str, int]):
     return json.loads(previous) if previous else None
 
 
-async def collect(ops: KafkaOps) -> dict[str, Any]:
-    """High watermarks of every partition and the committed offsets of every group."""
+def _previous_counters(cluster: Cluster, counters: throughput.Counters):
+    """The last round's broker counters, swapped for this round's (in Redis, as above)."""
+    import redis
+
+    key = f"brokerd:history:counters:{cluster.pk}"
+    with redis.Redis.from_url(settings.REDIS_URL) as store:
+        previous = store.getset(key, json.dumps(counters))
+        store.expire(key, int(settings.HISTORY_INTERVAL_S * 10) + 60)
+    return {int(b): answer for b, answer in json.loads(previous).items()} if previous else None
+
+
+async def collect(ops: KafkaOps, admin_api: AdminApi | None = None) -> dict[str, Any]:
+    """High watermarks of every partition, the committed offsets of every group, and the
+    brokers' throughput counters (with an admin API)."""
     admin = ops.admin
     metadata = await ops.refresh()
     partitions = [
@@ -58,8 +76,11 @@ async def collect(ops: KafkaOps) -> dict[str, Any]:
                 return group_id, {}
 
     listings = await admin.list_groups()
-    offsets = dict(await asyncio.gather(*(committed(g.group_id) for g in listings)))
-    return {"high": high, "offsets": offsets}
+    offsets, counters = await asyncio.gather(
+        asyncio.gather(*(committed(g.group_id) for g in listings)),
+        throughput.read_counters(admin_api, metadata.brokers),
+    )
+    return {"high": high, "offsets": dict(offsets), "counters": counters}
 
 
 def samples_for(cluster: Cluster, data: dict[str, Any], now: datetime.datetime) -> list:
@@ -98,11 +119,41 @@ def samples_for(cluster: Cluster, data: dict[str, Any], now: datetime.datetime) 
                         timestamp=now,
                     )
                 )
+    if data.get("counters"):
+        rows.extend(_throughput_samples(cluster, data["counters"], now))
+    return rows
+
+
+# Kinds per rate (dashboard/core/throughput.py's names); topics get no records_in: their
+# records/s is THROUGHPUT (high-watermark growth), which any Kafka cluster gives.
+BROKER_KINDS = {
+    "bytes_in_per_s": HistorySample.Kind.BYTES_IN,
+    "bytes_out_per_s": HistorySample.Kind.BYTES_OUT,
+    "records_in_per_s": HistorySample.Kind.RECORDS_IN,
+}
+TOPIC_KINDS = {k: v for k, v in BROKER_KINDS.items() if k != "records_in_per_s"}
+
+
+def _throughput_samples(cluster: Cluster, counters, now: datetime.datetime) -> list:
+    rates = throughput.rates(_previous_counters(cluster, counters), counters)
+    rows = [
+        HistorySample(
+            cluster=cluster, kind=kind, broker=broker_id, value=values[rate], timestamp=now
+        )  # fmt: skip
+        for broker_id, values in rates["brokers"].items()
+        for rate, kind in BROKER_KINDS.items()
+    ]
+    rows.extend(
+        HistorySample(cluster=cluster, kind=kind, topic=topic, value=values[rate], timestamp=now)
+        for topic, values in rates["topics"].items()
+        for rate, kind in TOPIC_KINDS.items()
+    )
     return rows
 
 
 def record_cluster(cluster: Cluster) -> int:
-    data = with_cluster(cluster, collect)
+    admin = AdminApi(cluster)
+    data = with_cluster(cluster, lambda ops: collect(ops, admin))
     now = timezone.now()
     rows = samples_for(cluster, data, now)
     HistorySample.objects.bulk_create(rows, batch_size=1000)

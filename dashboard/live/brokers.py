@@ -18,6 +18,8 @@ from dashboard.core.kafka import error_text, with_cluster
 from dashboard.core.models import Cluster
 from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
 
+from .views import throughput_charts
+
 MAX_CONFIG_VALUE = 10_000
 SOURCES = {
     "DYNAMIC_BROKER_CONFIG": "dynamic (this broker)",
@@ -105,5 +107,11 @@ def broker_page(request, cluster_id: str, broker_id: int):
     return render(
         request,
         "live/broker.html",
-        {"cluster": cluster, "broker_id": broker_id, "view": view, "error": error},
+        {
+            "cluster": cluster,
+            "broker_id": broker_id,
+            "view": view,
+            "error": error,
+            **throughput_charts(cluster, broker_id),
+        },
     )

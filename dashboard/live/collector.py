@@ -25,7 +25,7 @@ from django.conf import settings
 
 from brokerd.client.errors import KafkaClientError
 from brokerd.util.background import BackgroundTasks
-from dashboard.core import groups, snapshots
+from dashboard.core import groups, snapshots, throughput
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import KafkaOps, kafka_client
 from dashboard.core.live_updates import group_digest
@@ -94,6 +94,9 @@ class ClusterCollector:
         self.latest: dict[Watch, dict[str, Any]] = {}
         self.tails: dict[str, TopicTail] = {}  # topic -> its tail, while one is watched
         self.known_brokers: set[int] = set()  # once seen, a broker stays listed (as down)
+        # The brokers' BrokerTopicMetrics at the last round: rates are the next read's
+        # difference from it (dashboard/core/throughput.py).
+        self.counters: throughput.Counters | None = None
         self._task: asyncio.Task | None = None
         self._stopping = False
         self._stop_timer: asyncio.TimerHandle | None = None
@@ -168,6 +171,12 @@ class ClusterCollector:
             overview["error"] = None
         except KafkaClientError as exc:
             overview = {**(self.latest_overview or {}), "error": f"cluster unreachable: {exc}"}
+        watches = [w for w, n in self.watches.items() if n > 0 and w[0] != "tail"]
+        rates = await self._throughput(admin, [w[1] for w in watches if w[0] == "topic"])
+        overview["throughput"] = {  # string keys: the channel layer's msgpack wants them
+            "brokers": {str(b): r for b, r in rates["brokers"].items()},
+            "total": rates["total"],
+        }
         overview["cluster_id"] = self.cluster_name
         overview["platform"] = platform_status.read(self.cluster_name)  # a small local file
         self.latest_overview = overview
@@ -175,7 +184,6 @@ class ClusterCollector:
             overview_group(self.cluster_name),
             {"type": "snapshot", "payload": self._wrap("overview", overview)},
         )
-        watches = [w for w, n in self.watches.items() if n > 0 and w[0] != "tail"]
         tails = [w for w, n in self.watches.items() if n > 0 and w[0] == "tail"]
         results, tailed = await asyncio.gather(
             asyncio.gather(*(_snapshot(ops, admin, w) for w in watches)),
@@ -187,11 +195,24 @@ class ClusterCollector:
                     watch_group(self.cluster_name, watch), {"type": "tail", "payload": payload}
                 )
         for watch, data in zip(watches, results, strict=True):
+            if watch[0] == "topic":
+                data["throughput"] = rates["topics"].get(watch[1])
             self.latest[watch] = data
             await layer.group_send(
                 watch_group(self.cluster_name, watch),
                 {"type": "snapshot", "payload": self._wrap(watch[0], data)},
             )
+
+    async def _throughput(self, admin: AdminApi, topics: list[str]) -> dict:
+        """Bytes in/out and records in per second since the last round, per broker and for
+        the watched topics; empty at the first round or without an admin API."""
+        brokers = self.known_brokers | {
+            b["broker_id"] for b in (self.latest_overview or {}).get("brokers", [])
+        }
+        counters = await throughput.read_counters(admin, brokers, topics=topics)
+        rates = throughput.rates(self.counters, counters)
+        self.counters = counters
+        return rates
 
     def _tail(self, topic: str) -> TopicTail:
         tail = self.tails.get(topic)

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_POST
 
 from brokerd.client.errors import KafkaClientError
 from brokerd.client.results import AdminError
-from dashboard.core import audit, snapshots
+from dashboard.core import audit, snapshots, throughput
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import error_text, with_cluster
 from dashboard.core.models import Cluster, HistorySample
@@ -143,17 +143,24 @@ async def _leader_sizes(ops, metadata, partitions) -> dict:
     return sizes
 
 
-def _rates(cluster: Cluster, names: list[str]) -> dict[str, float]:
-    """Each topic's latest records/s sample (HistorySample, recorded by beat from
-    high-watermark growth), if one is recent."""
+RATE_KINDS = {
+    HistorySample.Kind.THROUGHPUT: "records_per_s",
+    HistorySample.Kind.BYTES_IN: "bytes_in_per_s",
+    HistorySample.Kind.BYTES_OUT: "bytes_out_per_s",
+}
+
+
+def _rates(cluster: Cluster, names: list[str]) -> dict[str, dict[str, float]]:
+    """Each topic's latest recent samples (HistorySample, recorded by beat): records/s from
+    high-watermark growth, bytes in/out per second from the brokers' counters."""
     since = timezone.now() - datetime.timedelta(seconds=settings.HISTORY_INTERVAL_S * 3)
-    latest: dict[str, float] = {}
+    latest: dict[str, dict[str, float]] = {}
     samples = HistorySample.objects.filter(
-        cluster=cluster, kind=HistorySample.Kind.THROUGHPUT, topic__in=names, timestamp__gte=since
+        cluster=cluster, kind__in=list(RATE_KINDS), topic__in=names, timestamp__gte=since
     ).order_by("timestamp")
-    for sample in samples.values("topic", "value"):
-        latest[sample["topic"]] = sample["value"]  # the newest wins
-    return latest
+    for sample in samples.values("topic", "kind", "value"):
+        latest.setdefault(sample["topic"], {})[RATE_KINDS[sample["kind"]]] = sample["value"]
+    return latest  # the newest of each wins
 
 
 async def _offsets(ops, partitions, spec) -> dict:
@@ -177,7 +184,7 @@ def _render_topic_list(request, cluster: Cluster, create=None, create_error=None
         rows = with_cluster(cluster, lambda ops: _page_rows(ops, names))
         rates = _rates(cluster, names)
         for row in rows:
-            row["records_per_s"] = rates.get(row["name"])
+            row.update(dict.fromkeys(RATE_KINDS.values()), **rates.get(row["name"], {}))
     except KafkaClientError as exc:
         error = f"cluster unreachable: {error_text(exc)}"
     return render(
@@ -292,6 +299,9 @@ def _render_topic(request, cluster: Cluster, topic_name: str, status=200, **form
             "error": error,
             "partition_count": len(partitions),
             "throughput": throughput_history(cluster, topic_name),
+            "throughput_bytes": throughput.history_chart(
+                cluster, throughput.BYTES_SERIES, "bytes", topic=topic_name
+            ),
             **forms,
         },
         status=status,

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from brokerd.client.errors import KafkaClientError
-from dashboard.core import groups, snapshots
+from dashboard.core import groups, snapshots, throughput
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import with_cluster
 from dashboard.core.models import Cluster, HistorySample
@@ -41,6 +41,18 @@ def _page_args(request) -> tuple[str, int]:
     return after, size
 
 
+def throughput_charts(cluster: Cluster, broker: int | None = None) -> dict:
+    """The cluster's (or one broker's) recorded bytes in/out and records in per second."""
+    return {
+        "throughput_bytes": throughput.history_chart(
+            cluster, throughput.BYTES_SERIES, "bytes", broker=broker
+        ),
+        "throughput_records": throughput.history_chart(
+            cluster, {"records in/s": "records_in"}, "records", broker=broker
+        ),
+    }
+
+
 @permission_required(VIEW_PERMISSION, raise_exception=True)
 def overview(request, cluster_id: str | None = None):
     cluster = _cluster(cluster_id)
@@ -60,6 +72,7 @@ def overview(request, cluster_id: str | None = None):
             "snapshot": snapshot,
             "platform": platform_status.read(cluster.name) if cluster is not None else None,
             "error": error,
+            **(throughput_charts(cluster) if cluster is not None else {}),
         },
     )
 

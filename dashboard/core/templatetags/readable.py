@@ -43,6 +43,22 @@ def sub_bytes(total, usable) -> str:
         return "–"
 
 
+def bytes_rate(value) -> str:
+    """1536.0 -> "1.5 KiB/s"; None -> "–"."""
+    return "–" if value is None or value == "" else f"{bytes_text(value)}/s"
+
+
+def records_rate(value) -> str:
+    """1234.56 -> "1,234.6 records/s" (whole numbers from 100 on); None -> "–"."""
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        return "–"
+    return f"{rate:,.1f} records/s" if 0 < abs(rate) < 100 else f"{rate:,.0f} records/s"
+
+
 register.filter("bytes", bytes_text)
+register.filter("bytes_per_s", bytes_rate)
+register.filter("records_per_s", records_rate)
 register.filter("sub_bytes", sub_bytes)
 register.filter("num", number_text)

@@ -311,6 +311,7 @@
       else if (message.kind === "segments") renderSegments(message.data);
       else if (message.kind === "run") renderRun(message.data);
       else if (message.kind === "spark_load" && window.SparkLoadPage) window.SparkLoadPage.render(message.data);
+      if (window.Throughput) window.Throughput.render(message.kind, message.data);  // throughput.js
       body.dataset.updated = String(Date.now());
     };
     socket.onclose = (event) => {
