@@ -9,7 +9,8 @@ it auto-creates), produce to it and consume it back in a consumer group, over
 
 One broker with all of those listeners (PLAIN users in the listeners' JAAS configs, the SCRAM
 user made with `brokerd configs` on ZooKeeper before it starts), so a case costs only its
-clients' round trips (the 40 cases take well under a minute)."""
+clients' round trips. The same broker refuses librdkafka with a wrong password or an unknown
+user (Kafka's one message for both) and without a client certificate where one is required."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin import NewTopic as AioNewTopic
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin import NewTopic as CkNewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -34,7 +35,7 @@ from kafka.admin import NewTopic as KpNewTopic
 from tests.compat.java_client import start_java_client
 from tests.conftest import new_broker
 from tests.harness import ROOT, free_port
-from tests.sasl_support import PLAIN_MODULE, plain_jaas
+from tests.sasl_support import INVALID, PLAIN_MODULE, plain_jaas
 from tests.tls_certs import make_pki, ssl_props
 
 USER, PASSWORD = "alice", "alice-secret"
@@ -315,3 +316,44 @@ def test_client_over_protocol(broker, pki, request, client, case):
     topic, group = f"m-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     got = RUNNERS[client](java, broker, pki, case, topic, group)
     assert sorted(got) == sorted(values())
+
+
+# Refusals ---------------------------------------------------------------------------------
+def consume(config: dict, topic: str, count: int) -> list[bytes]:
+    """confluent-kafka in a group of its own, from the earliest offset: up to `count`
+    values within a minute."""
+    consumer = Consumer(
+        {**config, "group.id": f"g-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            message = consumer.poll(1)
+            if message is not None and not message.error():
+                got.append(message.value())
+    finally:
+        consumer.close()
+    return got
+
+
+@pytest.mark.parametrize(("user", "password"), [("alice", "wrong"), ("mallory", PASSWORD)])
+def test_confluent_kafka_bad_credentials_are_refused_with_one_message(broker, pki, user, password):
+    """PLAIN (SCRAM's refusals: tests/integration/test_sasl_scram.py)."""
+    errors = []
+    config = librdkafka_settings(broker, pki, Case("SASL_PLAINTEXT", mechanism="PLAIN"))
+    config |= {"sasl.username": user, "sasl.password": password, "error_cb": errors.append}
+    producer = Producer(config)
+    with pytest.raises(KafkaException):
+        producer.list_topics(timeout=5)
+    producer.poll(1)  # serve the error callback
+    assert any(INVALID in error.str() for error in errors), [e.str() for e in errors]
+
+
+def test_confluent_kafka_without_a_certificate_is_refused(broker, pki):
+    config = librdkafka_settings(broker, pki, Case("SSL", mutual=True))
+    del config["ssl.certificate.location"], config["ssl.key.location"]
+    producer = Producer({**config, "message.timeout.ms": 5000})
+    with pytest.raises(KafkaException):
+        producer.list_topics(timeout=5)

@@ -16,7 +16,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kazoo.client import KazooClient
 
 from brokerd.security.sasl.scram import ScramClient, ScramCredential, salted_password
-from tests.compat.test_tls_clients import consume
+from tests.compat.test_security_matrix import consume
 from tests.conftest import new_broker
 from tests.harness import ROOT
 from tests.sasl_support import sasl_broker
