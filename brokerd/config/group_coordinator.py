@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from brokerd.config.definitions import ConfigDef, by_name
+from brokerd.config.definitions import ConfigDef, ConfigError, by_name
+
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+
+
+def _migration_policy(name: str, value) -> None:
+    """Kafka's ConfigDef.CaseInsensitiveValidString over ConsumerGroupMigrationPolicy."""
+    if str(value).lower() not in MIGRATION_POLICIES:
+        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(MIGRATION_POLICIES)}")
+
 
 DEFINITIONS = by_name(
     [
@@ -159,6 +168,16 @@ DEFINITIONS = by_name(
             "the server-side assignors (class names or uniform, range); the first is the default",
             read_only=True,
         ),
+        ConfigDef(
+            "group.consumer.migration.policy",
+            "string",
+            "bidirectional",
+            "converting a non-empty classic group to a consumer group when a member of the "
+            "consumer protocol joins it (upgrade), and back when its last such member leaves "
+            "(downgrade): bidirectional, upgrade, downgrade or disabled (case-insensitive)",
+            read_only=True,
+            validator=_migration_policy,
+        ),
     ]
 )
 
@@ -184,6 +203,11 @@ class GroupCoordinatorConfig:
     group_consumer_max_heartbeat_interval_ms: int
     group_consumer_max_size: int
     group_consumer_assignors: tuple[str, ...]
+    group_consumer_migration_policy: str
+
+    @property
+    def consumer_group_upgrade_enabled(self) -> bool:
+        return self.group_consumer_migration_policy.lower() in ("upgrade", "bidirectional")
 
     @property
     def offsets_retention_ms(self) -> int:

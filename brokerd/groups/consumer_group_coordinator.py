@@ -36,7 +36,7 @@ from .consumer_group import (
     MemberState,
 )
 from .consumer_group_classic import ClassicMetadata, encode_assignment, parse_subscription
-from .group import Group, JoinResult
+from .group import Group, GroupState, JoinResult, parse_assignment
 from .metadata_manager import CONSUMER_PROTOCOL_TYPE, GroupMetadataManager, now_ms
 
 log = logging.getLogger(__name__)
@@ -181,13 +181,14 @@ class ConsumerGroups:
                     E.unknown_member_id, f"Group {req.group_id} has no member {req.member_id}."
                 )
             group = self.manager.add_group(Group(req.group_id, state_timestamp_ms=now_ms()))
+        if group.consumer is None and (group.members or group.pending_members):
+            # A classic group with members: upgraded to a consumer group whose classic
+            # members go on as such (Kafka's convertToConsumerGroup), where the migration
+            # policy allows it; else Kafka's answer.
+            if refused := self._upgrade_refused(group):
+                return HeartbeatResult(E.group_id_not_found, refused)
+            self._upgrade(group)
         if group.consumer is None:
-            if group.members or group.pending_members:
-                # A classic group with members; converting it (KIP-848's mixed groups) is
-                # not done: Kafka's answer when conversion is off.
-                return HeartbeatResult(
-                    E.group_id_not_found, f"Group {req.group_id} is not a consumer group."
-                )
             if group.protocol_type is not None:
                 # An empty classic group with a record: deleted (a tombstone) as it becomes
                 # a consumer group (Kafka's maybeDeleteEmptyClassicGroup).
@@ -218,6 +219,80 @@ class ConsumerGroups:
             member.member_epoch,
             self.heartbeat_interval_ms(req),
             member.assigned if full or changed else None,
+        )
+
+    # Upgrading a classic group (KIP-848 online migration) ------------------------------------
+    def _upgrade_refused(self, group: Group) -> str | None:
+        """Why the classic group cannot become a consumer group (validateOnlineUpgrade)."""
+        if not self.config.consumer_group_upgrade_enabled:
+            return f"Group {group.group_id} is not a consumer group (online upgrade disabled)."
+        if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return (
+                f"Group {group.group_id} is not a consumer group (it does not use the consumer "
+                "embedded protocol)."
+            )
+        if len(group.members) > self.config.group_consumer_max_size:
+            return f"Group {group.group_id} is not a consumer group (too many members)."
+        return None
+
+    def _upgrade(self, group: Group) -> None:
+        """A live classic group becomes a consumer group (ConsumerGroup.fromClassicGroup):
+        its members keep their last assignment as both current and target, at the classic
+        generation as group, assignment and member epoch, and go on as classic members of
+        it (JoinGroup/SyncGroup/Heartbeat answered by the mixed-group path). Members waiting
+        in a join or sync are told REBALANCE_IN_PROGRESS and rejoin. The classic record is
+        tombstoned and the consumer group's records written, in one append."""
+        generation = group.generation_id
+        cg = ConsumerGroup(group.group_id, default_assignor=self.assignors[0])
+        cg.group_epoch = cg.assignment_epoch = generation
+        for old in group.members.values():
+            try:
+                subscription = parse_subscription(old.metadata(group.protocol_name))
+            except ValueError:
+                subscription = None
+            assigned: Assignment = {
+                t: frozenset(p) for t, p in parse_assignment(old.assignment).items() if p
+            }
+            member = ConsumerMember(
+                old.member_id,
+                client_id=old.client_id,
+                client_host=old.client_host,
+                instance_id=old.group_instance_id,
+                rack_id=subscription.rack_id if subscription is not None else None,
+                rebalance_timeout_ms=old.rebalance_timeout_ms,
+                subscribed=tuple(sorted(set(subscription.topics))) if subscription else (),
+                member_epoch=generation,
+                previous_member_epoch=generation,
+                assigned=assigned,
+                classic=ClassicMetadata(old.session_timeout_ms, list(old.protocols)),
+            )
+            cg.members[member.member_id] = member
+            cg.target[member.member_id] = dict(assigned)
+            old.complete_join(JoinResult(E.rebalance_in_progress, old.member_id))
+            old.complete_sync(E.rebalance_in_progress)
+        group.cancel_timers()
+        group.members.clear()
+        group.pending_members.clear()
+        group.static_members.clear()
+        group.leader_id = None
+        group.state = GroupState.EMPTY
+        group.consumer = cg
+        group.protocol_type = CONSUMER_PROTOCOL_TYPE
+        cg.topic_partitions = self._partition_counts(cg.subscribed_topics())
+        cg.topics_checked_at = self.manager.metadata.topics_version
+        for member in cg.members.values():
+            assert member.classic is not None
+            self._schedule(group, member, member.classic.session_timeout_ms)
+        records: list[tuple[bytes, bytes | None]] = [
+            (offsets_topic.group_key(group.group_id), None)
+        ]
+        records += consumer_group_records.records_to_store(cg, self.manager.topic_id_of)
+        self.manager.append_now(group.group_id, records)
+        log.info(
+            "classic group %s upgraded to a consumer group at epoch %d (%d members)",
+            group.group_id,
+            generation,
+            len(cg.members),
         )
 
     def _assign_if_changed(self, cg: ConsumerGroup, member: ConsumerMember, req) -> None:

@@ -444,3 +444,54 @@ def test_a_mixed_group_of_classic_and_new_members(kip848_broker, topic_name, cla
         wait_for(lambda: balanced([again], 4), 60, "the classic member alone", story)
     finally:
         stop_all(everyone)
+
+
+@pytest.mark.parametrize("classic_assignor", ["range", "cooperative-sticky"])
+def test_a_live_classic_group_is_upgraded_by_a_new_member(
+    kip848_broker, topic_name, classic_assignor
+):
+    """Kafka 4's online upgrade (group.consumer.migration.policy, bidirectional by
+    default): a group.protocol=consumer member joins a classic group that is consuming;
+    the group becomes a consumer group, the classic member goes on inside it, and the two
+    share the partitions with every record consumed once committed."""
+    bootstrap = kip848_broker.bootstrap
+    create_topic(bootstrap, topic_name, 4)
+    produce_range(bootstrap, topic_name, range(0, 40), 4)
+    group = group_id()
+    classic = Member(
+        "confluent", bootstrap, group, topic_name, assignor=classic_assignor, commit=True
+    )
+    everyone = [classic]
+
+    def story() -> str:
+        return group_story(everyone, kip848_broker.output)
+
+    try:
+        wait_for(
+            lambda: committed(bootstrap, group, topic_name, 4) == {p: 10 for p in range(4)},
+            60,
+            "the classic group consuming",
+            story,
+        )
+        new = member(bootstrap, group, topic_name, commit=True, client_id="new")
+        everyone.append(new)
+        wait_for(
+            lambda: balanced([classic, new], 4) and new.partitions and classic.partitions,
+            60,
+            "the upgraded group shared by both kinds",
+            story,
+        )
+        with WireClient(bootstrap) as wire:
+            listed = wire.call(request(16, 5, states_filter=(), types_filter=()))
+        assert {g.group_id: g.group_type for g in listed.groups}[group] == "consumer"
+        produce_range(bootstrap, topic_name, range(40, 80), 4)
+        wait_for(
+            lambda: committed(bootstrap, group, topic_name, 4) == {p: 20 for p in range(4)},
+            60,
+            "the records after the upgrade consumed and committed",
+            story,
+        )
+        seen = {int(v) for m in everyone for _, _, v in m.records}
+        assert seen >= set(range(80)), story()
+    finally:
+        stop_all(everyone)

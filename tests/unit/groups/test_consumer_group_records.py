@@ -333,3 +333,42 @@ async def test_a_classic_member_inside_a_consumer_group(make, replicas):  # noqa
     assert second.leave_group("g", [(c, None)]) == (E.none, [(c, None, E.none)])
     assert set(loaded.members) == {"a"}
     await second.shutdown()
+
+
+async def test_a_live_classic_group_is_upgraded_by_a_consumer_protocol_member(make, replicas):  # noqa: F811
+    """Kafka 4's online upgrade (group.consumer.migration.policy upgrade/bidirectional):
+    the classic members keep their partitions at their generation and go on as classic
+    members of the consumer group; the new member joins and gets a share; the classic
+    record is tombstoned. With the policy disabled: GROUP_ID_NOT_FOUND, as Kafka."""
+    from .test_coordinator import PROTOCOLS, stable_member
+
+    refusing = await make(metadata=metadata(), group_consumer_migration_policy="disabled")
+    classic_id, generation = await stable_member(refusing)
+    refused = join(refusing, "new")
+    assert refused.error == E.group_id_not_found
+    await refusing.shutdown()
+
+    first = await make(metadata=metadata())
+    group = first.manager.get_group("g")
+    assert group.members and group.consumer is None
+    new = join(first, "new")
+    assert new.error == E.none and new.written is not None
+    assert await new.written == E.none
+    cg = group.consumer
+    assert cg is not None and set(cg.members) == {classic_id, "new"}
+    old = cg.members[classic_id]
+    assert old.classic is not None and old.classic.protocols == list(PROTOCOLS)
+    assert cg.group_epoch == generation + 1  # the upgrade at the generation, then the join
+    # The classic member is asked to rejoin, and does through the mixed-group path.
+    assert first.heartbeat("g", generation, classic_id, None) == E.rebalance_in_progress
+    rejoined = await first.join_group(
+        "g", classic_id, None, "client", "/127.0.0.1", 10_000, 1000, "consumer",
+        PROTOCOLS, False, False,
+    )  # fmt: skip
+    assert rejoined.error == E.none and rejoined.generation_id == cg.group_epoch
+    settle(first, "new")
+    log = replicas.leader(ot.TOPIC, 0).log
+    values = {k: v for k, v, _ in read_partition(log)}
+    assert values[ot.GroupKey("g")] is None
+    assert values[ot.ConsumerGroupKey(3, "g")] == ot.ConsumerGroupMetadataValue(cg.group_epoch)
+    await first.shutdown()
