@@ -86,14 +86,17 @@ class ClusterForm(forms.Form):
         required=False,
         max_length=MAX_PROPERTIES,
         widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="optional: a Kafka client .properties (security.protocol, sasl.jaas.config, "
-        "ssl.truststore.location, ...) instead of the fields below",
+        help_text="optional: a Kafka client .properties (security.protocol, sasl.mechanism, "
+        "sasl.jaas.config, ssl.truststore.certificates, ssl.keystore.key, ... with the PEM "
+        "inline) instead of the fields below",
     )
     security_protocol = forms.ChoiceField(
-        label="security.protocol", choices=SecurityProtocol.choices
+        label="security.protocol", choices=[(v, v) for v in SecurityProtocol.values]
     )
     sasl_mechanism = forms.ChoiceField(
-        label="sasl.mechanism", choices=[("", "none")] + list(SaslMechanism.choices), required=False
+        label="sasl.mechanism",
+        choices=[("", "none")] + [(v, v) for v in SaslMechanism.values],
+        required=False,
     )
     sasl_username = forms.CharField(label="SASL user", max_length=256, required=False)
     sasl_password = forms.CharField(
