@@ -10,6 +10,14 @@ The copier does what Kafka's clients prescribe: abort and rewind to the committe
 an abortable error, retry a retriable commit, start a new producer (which fences the old)
 on a fatal one. Afterwards the output read read_committed holds every input record exactly
 once, and the group's committed offsets are the input's end offsets.
+
+librdkafka's retries absorb the kills, so a second test makes the abort-and-rewind path
+really run: the copier aborts about one transaction in six of its own accord after writing
+its records and offsets, and an operator fences its transactional id (kafka-transactions.sh
+force-terminate) while a transaction is open with its records written: the coordinator
+aborts it, the copier's offsets fail fenced, a new producer takes over and the copier
+rewinds to the committed offsets. Exactly once still holds, and read_uncommitted shows the
+aborted copies are in the log (so read_committed really filtered them).
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from brokerd.client.admin import AdminClient
+from brokerd.client.sync import SyncClient
 from brokerd.transactions.transaction_log import TOPIC as TXN_TOPIC
 from brokerd.transactions.transaction_log import partition_for as txn_partition_for
 from brokerd.util.java_hash import java_string_hash, kafka_abs
@@ -36,6 +46,7 @@ OFFSETS_PARTITIONS = 3
 TXN_PARTITIONS = 3
 BURST = 60  # input records per phase; four phases
 DEADLINE_S = 120  # for each phase's records to be copied (a loaded machine, a failover)
+ABORT_ONE_IN = 6  # the copier's own aborts, in the second test
 
 
 @pytest.fixture
@@ -52,8 +63,11 @@ def txn_cluster(zookeeper, tmp_path_factory):
 
 
 class Copier(threading.Thread):
-    def __init__(self, bootstrap: str, source: str, sink: str, group: str, seed: int):
+    def __init__(
+        self, bootstrap: str, source: str, sink: str, group: str, seed: int, abort_one_in: int = 0
+    ):
         super().__init__(daemon=True)
+        self.abort_one_in = abort_one_in  # abort that share of transactions (0: none)
         self.bootstrap = bootstrap
         self.source, self.sink, self.group = source, sink, group
         self.transactional_id = f"copier-{uuid.uuid4()}"
@@ -61,7 +75,12 @@ class Copier(threading.Thread):
         self.stopping = threading.Event()
         self.committed_transactions = 0
         self.aborted_transactions = 0
+        self.chosen_aborts = 0  # aborted of the copier's own accord
         self.new_producers = 0
+        # Set by the test: the next transaction stops after writing its records, sets
+        # `holding` and waits for `hold` to be cleared before sending its offsets.
+        self.hold = threading.Event()
+        self.holding = threading.Event()
         self.failure: BaseException | None = None
         self.last_error: object = None
 
@@ -115,11 +134,21 @@ class Copier(threading.Thread):
                     producer.begin_transaction()
                     for m in messages:
                         producer.produce(self.sink, b"out-" + m.value(), partition=m.partition())
+                    if self.hold.is_set():
+                        producer.flush(60)  # the records are in the log, the transaction open
+                        self.holding.set()
+                        while self.hold.is_set():
+                            time.sleep(0.05)
                     producer.send_offsets_to_transaction(
                         consumer.position(consumer.assignment()),
                         consumer.consumer_group_metadata(),
                         60,
                     )
+                    if self.abort_one_in and self.random.randrange(self.abort_one_in) == 0:
+                        producer.abort_transaction(60)
+                        self.chosen_aborts += 1
+                        self._rewind(consumer)
+                        continue
                     self._commit(producer)
                     self.committed_transactions += 1
                 except KafkaException as exc:
@@ -150,7 +179,10 @@ class Copier(threading.Thread):
         """A fatal error: a new producer of the same transactional id fences the old one
         (the coordinator completes or aborts what the old one left)."""
         self.new_producers += 1
-        producer.flush(5)
+        try:
+            producer.flush(5)
+        except KafkaException:  # a fenced producer raises its fatal error again
+            pass
         return self._producer()
 
 
@@ -172,12 +204,14 @@ def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
-def read_committed_values(bootstrap: str, topic: str) -> list[bytes]:
+def read_committed_values(
+    bootstrap: str, topic: str, isolation: str = "read_committed"
+) -> list[bytes]:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"reader-{uuid.uuid4()}",
-            "isolation.level": "read_committed",
+            "isolation.level": isolation,
             "enable.auto.commit": False,
         }
     )
@@ -297,3 +331,68 @@ def test_exactly_once_copy_while_leader_and_coordinators_are_killed(txn_cluster,
     want = {p: len(range(p, produced, PARTITIONS)) for p in range(PARTITIONS)}
     assert committed_offsets(txn_cluster.bootstrap, group, source) == want
     assert copier.committed_transactions > 0
+
+
+def test_exactly_once_copy_with_aborts_and_a_fenced_copier(txn_cluster, topic_name):
+    source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"copy-{uuid.uuid4()}"
+    create_topic(txn_cluster, source, partitions=PARTITIONS)
+    create_topic(txn_cluster, sink, partitions=PARTITIONS)
+    feeder = Producer({"bootstrap.servers": txn_cluster.bootstrap, "enable.idempotence": True})
+    produced = 0
+
+    def burst() -> None:
+        nonlocal produced
+        for _ in range(BURST):
+            feeder.produce(source, f"in-{produced}".encode(), partition=produced % PARTITIONS)
+            produced += 1
+        assert feeder.flush(60) == 0
+
+    def copied_all() -> None:
+        want = {p: len(range(p, produced, PARTITIONS)) for p in range(PARTITIONS)}
+        deadline = time.monotonic() + DEADLINE_S
+        last: object = None
+        while last != want:
+            assert copier.failure is None, copier.failure
+            assert time.monotonic() < deadline, f"committed {last}, wanted {want}"
+            try:
+                last = committed_offsets(txn_cluster.bootstrap, group, source)
+            except KafkaException as exc:  # NOT_COORDINATOR while the cluster settles
+                last = exc
+            time.sleep(0.2)
+
+    copier = Copier(txn_cluster.bootstrap, source, sink, group, seed=16, abort_one_in=ABORT_ONE_IN)
+    copier.start()
+    try:
+        burst()
+        copied_all()
+        # An operator force-terminates the copier's transactional id while its transaction
+        # is open with records written: the coordinator aborts it under a new epoch.
+        copier.hold.set()
+        burst()
+        assert copier.holding.wait(DEADLINE_S), "the copier never opened a transaction"
+        admin = SyncClient(txn_cluster.bootstrap)
+        try:
+            admin.run(AdminClient(admin.cluster).fence_producer(copier.transactional_id))
+        finally:
+            admin.close()
+        copier.hold.clear()
+        copied_all()
+        assert copier.new_producers == 1  # fenced: its offsets were refused, a new producer
+    finally:
+        copier.stopping.set()
+        copier.join(60)
+    assert copier.failure is None, copier.failure
+    assert copier.chosen_aborts > 0 and copier.committed_transactions > 0
+
+    values = read_committed_values(txn_cluster.bootstrap, sink)
+    expected = Counter(f"out-in-{i}".encode() for i in range(produced))
+    counted = Counter(values)
+    assert not {v for v, n in counted.items() if n > 1}, "copied more than once"
+    assert counted == expected, (
+        f"missing {sorted(expected - counted)[:10]}, unexpected {sorted(counted - expected)[:10]}"
+    )
+    want = {p: len(range(p, produced, PARTITIONS)) for p in range(PARTITIONS)}
+    assert committed_offsets(txn_cluster.bootstrap, group, source) == want
+    # The aborted copies are in the log: the read above really filtered them out.
+    everything = Counter(read_committed_values(txn_cluster.bootstrap, sink, "read_uncommitted"))
+    assert set(everything) == set(expected) and sum(everything.values()) > produced
