@@ -46,6 +46,14 @@ DEFINITIONS = by_name(
             "them at shutdown; a dynamic change applies at the next start-up or shutdown",
             at_least=1,
         ),
+        ConfigDef(
+            "num.replica.alter.log.dirs.threads",
+            "int",
+            None,
+            "threads copying replicas moved between log dirs (AlterReplicaLogDirs); "
+            "unset: one per log dir",
+            read_only=True,
+        ),
     ]
 )
 
@@ -107,6 +115,7 @@ class ServerLogConfig:
     log_retention_check_interval_ms: int
     log_flush_offset_checkpoint_interval_ms: int
     num_recovery_threads_per_data_dir: int
+    num_replica_alter_log_dirs_threads: int | None
 
     @property
     def dirs(self) -> list[str]:

@@ -86,6 +86,12 @@ class Broker:
             recovery_threads_per_data_dir=(
                 lambda: config.server_log.num_recovery_threads_per_data_dir
             ),
+            alter_log_dirs_threads=config.server_log.num_replica_alter_log_dirs_threads,
+            # A dynamic-only broker config (this broker's, else the cluster default), read
+            # at each copy step: a change reaches moves already running.
+            alter_log_dirs_io_max_bytes_per_second=(
+                lambda: config.get("replica.alter.log.dirs.io.max.bytes.per.second")
+            ),
         )
         # Made at start-up (log.cleaner.enable), after the dynamic configs it reads.
         self.cleaner: LogCleanerManager | None = None

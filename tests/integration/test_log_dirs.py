@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import (
@@ -336,3 +337,65 @@ def test_a_move_cut_short_by_kill_is_resumed_after_the_restart(make_broker, tmp_
     finally:
         producer.close()
         admin.close()
+
+
+def _set_broker_config(bootstrap: str, broker_id: int, name: str, value: str | None) -> None:
+    """IncrementalAlterConfigs (confluent-kafka) on this broker's entity: SET, or DELETE."""
+    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    resource = ConfigResource(
+        "broker",
+        str(broker_id),
+        incremental_configs=[ConfigEntry(name, value, incremental_operation=op)],
+    )
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    for future in client.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def test_a_move_is_throttled_by_the_dynamic_io_bound(two_dir_broker, topic_name):
+    """replica.alter.log.dirs.io.max.bytes.per.second, set dynamically on the broker,
+    holds a running move (DescribeLogDirs keeps showing its future replica behind), and
+    removing it lets the move finish."""
+    process, dirs = two_dir_broker
+    me = process.broker_id
+    admin = admin_for(process)
+    producer = KafkaProducer(bootstrap_servers=process.bootstrap, acks="all", linger_ms=5)
+    name = "replica.alter.log.dirs.io.max.bytes.per.second"
+    try:
+        admin.create_topics([NewTopic(topic_name, 1, 1)])
+        source = wait_for(lambda: dirs_of(admin, me, topic_name))[0][0][0]
+        target = next(d for d in dirs if d != source)
+        value = b"x" * 1000
+        for i in range(3000):  # ~3 MiB in 64 KiB segments: one copy step is one segment
+            producer.send(topic_name, value + b"%d" % i, partition=0)
+        producer.flush()
+        _set_broker_config(process.bootstrap, me, name, "1024")
+        wait_for(lambda: _broker_config(process.bootstrap, me, name) == "1024")
+        answer = admin.alter_replica_log_dirs({(topic_name, 0, me): target})
+        assert list(answer.values()) == [NoError]
+        moving = wait_for(
+            lambda: [e for e in dirs_of(admin, me, topic_name)[0] if e[1] and e[0] == target]
+        )
+        assert moving[0][2] > 0
+        time.sleep(2)  # at 1 KiB/s the copy of ~3 MiB cannot have finished
+        entries = dirs_of(admin, me, topic_name)[0]
+        assert (source, False, 0) in entries and any(e[1] and e[2] > 0 for e in entries)
+        _set_broker_config(process.bootstrap, me, name, None)
+        wait_for(lambda: dirs_of(admin, me, topic_name)[0] == [(target, False, 0)], timeout=60)
+        consumer = KafkaConsumer(bootstrap_servers=process.bootstrap, consumer_timeout_ms=5000)
+        consumer.assign([TopicPartition(topic_name, 0)])
+        consumer.seek_to_beginning()
+        assert sum(1 for _ in consumer) == 3000
+        consumer.close()
+    finally:
+        producer.close()
+        _set_broker_config(process.bootstrap, me, name, None)
+        admin.close()
+
+
+def _broker_config(bootstrap: str, broker_id: int, name: str) -> str | None:
+    """A broker config's value, from DescribeConfigs (confluent-kafka)."""
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    (future,) = client.describe_configs([ConfigResource("broker", str(broker_id))]).values()
+    entry = future.result(30)[name]
+    return entry.value

@@ -75,6 +75,9 @@ DEFINED_NOT_APPLIED = frozenset(
         "log.message.downconversion.enable",
     }
 )
+# Dynamic-only broker configs (no static definition, so outside APPLIED_BROKER_CONFIGS)
+# that brokerd applies: the log manager reads this one at each copy step of a move.
+APPLIED_DYNAMIC_ONLY = frozenset({"replica.alter.log.dirs.io.max.bytes.per.second"})
 NOT_APPLIED_NOTE = " (brokerd accepts, validates and stores this config but does not apply it.)"
 START_UP_NOTE = " (brokerd applies a dynamic change of it when the broker next starts.)"
 
@@ -99,7 +102,11 @@ def broker_documentation(name: str) -> str:
     spec = config_catalog.broker_spec(name)
     definition = BROKER_CONFIGS.get(name)
     doc = spec.doc if spec is not None else definition.doc if definition is not None else ""
-    applied = name in APPLIED_BROKER_CONFIGS or name in APPLIED_SECURITY_CONFIGS
+    applied = (
+        name in APPLIED_BROKER_CONFIGS
+        or name in APPLIED_SECURITY_CONFIGS
+        or name in APPLIED_DYNAMIC_ONLY
+    )
     if not applied or name in DEFINED_NOT_APPLIED:
         return doc + NOT_APPLIED_NOTE
     if name in APPLIED_AT_START_UP:
