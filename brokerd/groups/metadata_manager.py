@@ -550,6 +550,8 @@ class GroupMetadataManager:
         dies = _is_empty(group) and not (set(group.offsets) - set(doomed))
         if dies:
             records.append((offsets_topic.group_key(group.group_id), None))
+            if group.consumer is not None:
+                records += consumer_group_records.group_tombstones(group.consumer)
         if not records:
             return E.none
         error = await self._append(group.group_id, records)

@@ -372,3 +372,18 @@ async def test_a_live_classic_group_is_upgraded_by_a_consumer_protocol_member(ma
     assert values[ot.GroupKey("g")] is None
     assert values[ot.ConsumerGroupKey(3, "g")] == ot.ConsumerGroupMetadataValue(cg.group_epoch)
     await first.shutdown()
+
+
+async def test_an_empty_consumer_group_that_expires_leaves_no_records(make, replicas):  # noqa: F811
+    first = await make(metadata=metadata())
+    join(first, "x", group="e")
+    gone = beat(first, "x", -1, group="e")
+    assert gone.error == E.none and await gone.written == E.none
+    await first.manager.expire_offsets()
+    assert first.manager.get_group("e") is None
+    await first.shutdown()
+    values = {k: v for k, v, _ in read_partition(replicas.leader(ot.TOPIC, 0).log)}
+    assert values[ot.ConsumerGroupKey(3, "e")] is None
+    second = await make(metadata=metadata())
+    assert second.manager.get_group("e") is None  # was rebuilt as an empty group before
+    await second.shutdown()
