@@ -36,7 +36,7 @@ from .consumer_group import (
     MemberState,
 )
 from .consumer_group_classic import ClassicMetadata, encode_assignment, parse_subscription
-from .group import Group, GroupState, JoinResult, parse_assignment
+from .group import Group, GroupState, JoinResult, Member, parse_assignment
 from .metadata_manager import CONSUMER_PROTOCOL_TYPE, GroupMetadataManager, now_ms
 
 log = logging.getLogger(__name__)
@@ -103,10 +103,14 @@ class ConsumerGroups:
         manager: GroupMetadataManager,
         config: GroupCoordinatorConfig,
         check_group: Callable[[str], int],
+        on_downgraded: Callable[[Group], None] = lambda group: None,
     ):
         self.manager = manager
         self.config = config
         self.check_group = check_group
+        # Given a group just turned classic again: the classic coordinator times its
+        # members and starts a rebalance (Kafka's convertToClassicGroup).
+        self.on_downgraded = on_downgraded
         self.assignors = configured_assignors(config.group_consumer_assignors)
 
     # Settings: the group's configs if it has them, else the broker's ---------------------
@@ -294,6 +298,73 @@ class ConsumerGroups:
             generation,
             len(cg.members),
         )
+
+    # Downgrading to a classic group ------------------------------------------------------
+    def _downgrade_allowed(self, cg: ConsumerGroup) -> bool:
+        """validateOnlineDowngradeWithFencedMember, the leaving member already gone: only
+        classic members left (at least one), the policy allows it, within group.max.size."""
+        return (
+            bool(cg.members)
+            and all(m.classic is not None for m in cg.members.values())
+            and self.config.group_consumer_migration_policy.lower()
+            in ("downgrade", "bidirectional")
+            and len(cg.members) <= self.config.group_max_size
+        )
+
+    def _downgrade(self, group: Group) -> None:
+        """The consumer group becomes a classic group (ClassicGroup.fromConsumerGroup): its
+        classic members with their current assignments, at the group epoch as generation,
+        the first member as leader; the consumer group's records are tombstoned and the
+        classic record written in one append, then the classic coordinator rebalances it."""
+        cg = group.consumer
+        assert cg is not None
+        first = next(iter(cg.members.values()))
+        assert first.classic is not None
+        protocol = first.classic.protocols[0][0]
+        for member in cg.members.values():
+            member.cancel_timers()
+        records = consumer_group_records.group_tombstones(cg)
+        group.consumer = None
+        group.protocol_type = CONSUMER_PROTOCOL_TYPE
+        group.protocol_name = protocol
+        group.generation_id = cg.group_epoch
+        for member in cg.members.values():
+            assert member.classic is not None
+            version = member.classic.protocols[0][1][:2]
+            group.add(
+                Member(
+                    member.member_id,
+                    member.instance_id,
+                    member.client_id,
+                    member.client_host,
+                    member.rebalance_timeout_ms,
+                    member.classic.session_timeout_ms,
+                    CONSUMER_PROTOCOL_TYPE,
+                    list(member.classic.protocols),
+                    encode_assignment(
+                        member.assigned,
+                        int.from_bytes(version, "big", signed=True) if version else 0,
+                    ),
+                )
+            )
+        group.leader_id = first.member_id
+        # As a classic group read from its record: Stable with its members.
+        group.state = GroupState.STABLE
+        group.state_timestamp_ms = now_ms()
+        records.append(
+            (
+                offsets_topic.group_key(group.group_id),
+                offsets_topic.group_value(group.to_record()),
+            )
+        )
+        self.manager.append_now(group.group_id, records)
+        log.info(
+            "consumer group %s downgraded to a classic group at generation %d (%d members)",
+            group.group_id,
+            group.generation_id,
+            len(group.members),
+        )
+        self.on_downgraded(group)
 
     def _assign_if_changed(self, cg: ConsumerGroup, member: ConsumerMember, req) -> None:
         """Apply the member's request; a new group epoch and target when what the
@@ -513,6 +584,9 @@ class ConsumerGroups:
         del cg.members[member.member_id]
         cg.target.pop(member.member_id, None)
         log.info("consumer group %s: member %s %s", cg.group_id, member.member_id, why)
+        if member.classic is None and self._downgrade_allowed(cg):
+            self._downgrade(group)
+            return
         if cg.members:
             cg.bump_and_assign(self._partition_counts(cg.subscribed_topics()))
         else:

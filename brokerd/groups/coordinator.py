@@ -66,7 +66,9 @@ class GroupCoordinator:
             on_pending_member_expired=self._remove_pending_member,
         )
         # The consumer group protocol (KIP-848) on the same groups and offsets.
-        self.consumer = ConsumerGroups(manager, config, self.check_group)
+        self.consumer = ConsumerGroups(
+            manager, config, self.check_group, on_downgraded=self._on_downgraded
+        )
 
     # Lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -102,6 +104,13 @@ class GroupCoordinator:
         for topic, partition in gained:
             if topic == offsets_topic.TOPIC and self.active:
                 self.manager.schedule_load(partition, self._on_group_loaded)
+
+    def _on_downgraded(self, group: Group) -> None:
+        """A consumer group turned classic: time its members, then rebalance (they rejoin
+        with JoinGroup and the leader assigns, as after Kafka's convertToClassicGroup)."""
+        for member in group.members.values():
+            self.heartbeats.schedule(group, member)
+        self._prepare_rebalance(group, f"downgrade of group {group.group_id} from consumer")
 
     def _on_group_loaded(self, group: Group) -> None:
         for member in group.members.values():

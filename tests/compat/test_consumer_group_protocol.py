@@ -385,8 +385,8 @@ def test_a_mixed_group_of_classic_and_new_members(kip848_broker, topic_name, cla
     """Kafka 4's mixed groups: a classic confluent-kafka consumer (eager or cooperative)
     joins a consumer group that has a group.protocol=consumer member. Both are assigned by
     the coordinator (no overlap, every partition owned), both consume and commit; when the
-    classic member goes, the other takes everything, and a classic member alone keeps the
-    group going after the new member leaves."""
+    classic member goes, the other takes everything; when the new member leaves a classic
+    one alone, the group turns classic (Kafka 4's online downgrade) and it gets everything."""
     bootstrap = kip848_broker.bootstrap
     create_topic(bootstrap, topic_name, 4)
     produce_range(bootstrap, topic_name, range(0, 40), 4)
@@ -442,6 +442,10 @@ def test_a_mixed_group_of_classic_and_new_members(kip848_broker, topic_name, cla
         wait_for(lambda: balanced([new, again], 4), 60, "a classic member back", story)
         new.terminate()
         wait_for(lambda: balanced([again], 4), 60, "the classic member alone", story)
+        # Its last consumer-protocol member gone, the group is classic again (downgrade).
+        with WireClient(bootstrap) as wire:
+            listed = wire.call(request(16, 5, states_filter=(), types_filter=()))
+        assert {g.group_id: g.group_type for g in listed.groups}[group] == "classic"
     finally:
         stop_all(everyone)
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import base64
 
+import pytest
+
 from brokerd.groups import offsets_topic as ot
 from brokerd.groups.consumer_group import MemberState
 from brokerd.groups.consumer_group_coordinator import HeartbeatRequest
+from brokerd.groups.group import GroupState
 from brokerd.groups.metadata_manager import read_partition
 from brokerd.protocol.errors import ErrorCode as E
 
@@ -387,3 +390,46 @@ async def test_an_empty_consumer_group_that_expires_leaves_no_records(make, repl
     second = await make(metadata=metadata())
     assert second.manager.get_group("e") is None  # was rebuilt as an empty group before
     await second.shutdown()
+
+
+@pytest.mark.parametrize("policy", ["bidirectional", "upgrade"])
+async def test_the_last_consumer_protocol_member_leaving_downgrades_the_group(
+    make,  # noqa: F811
+    replicas,  # noqa: F811
+    policy,
+):
+    """Kafka 4's online downgrade: when the last member of the consumer protocol leaves
+    and only classic members remain, the group becomes a classic group (their partitions
+    kept, the group epoch as generation) and rebalances; with the policy `upgrade` it
+    stays a consumer group."""
+    from .test_coordinator import PROTOCOLS
+
+    coordinator = await make(metadata=metadata(), group_consumer_migration_policy=policy)
+    join(coordinator, "a")
+    settle(coordinator, "a")
+    joined = await coordinator.join_group(
+        "g", "", None, "old", "/127.0.0.1", 10_000, 1000, "consumer", PROTOCOLS, False, False
+    )
+    c = joined.member_id
+    settle(coordinator, "a")
+    group = coordinator.manager.get_group("g")
+    epoch = group.consumer.group_epoch
+    assert beat(coordinator, "a", group.consumer.members["a"].member_epoch).error == E.none
+    gone = beat(coordinator, "a", -1)
+    assert gone.error == E.none
+    if policy == "upgrade":
+        assert group.consumer is not None and set(group.consumer.members) == {c}
+        await coordinator.shutdown()
+        return
+    assert group.consumer is None and set(group.members) == {c}
+    assert group.generation_id >= epoch and group.is_in(GroupState.PREPARING_REBALANCE)
+    assert coordinator.heartbeat("g", group.generation_id, c, None) == E.rebalance_in_progress
+    rejoined = await coordinator.join_group(
+        "g", c, None, "old", "/127.0.0.1", 10_000, 1000, "consumer", PROTOCOLS, False, False
+    )
+    assert rejoined.error == E.none and rejoined.leader_id == c
+    await until(lambda: True)
+    values = {k: v for k, v, _ in read_partition(replicas.leader(ot.TOPIC, 0).log)}
+    assert values[ot.ConsumerGroupKey(3, "g")] is None
+    assert isinstance(values[ot.GroupKey("g")], ot.GroupValue)
+    await coordinator.shutdown()
