@@ -38,6 +38,14 @@ DEFINITIONS = by_name(
             at_least=1,
         ),
         ConfigDef("replica.fetch.wait.max.ms", "int", 500, "follower fetch long-poll", at_least=0),
+        ConfigDef(
+            "replica.high.watermark.checkpoint.interval.ms",
+            "long",
+            5000,
+            "how often the high watermarks are written to each log dir's "
+            "replication-offset-checkpoint",
+            read_only=True,
+        ),
         ConfigDef("replica.fetch.min.bytes", "int", 1, "follower fetch min bytes", at_least=1),
         ConfigDef(
             "replica.fetch.max.bytes",
@@ -96,6 +104,7 @@ class ReplicationConfig:
     default_replication_factor: int
     replica_lag_time_max_ms: int
     replica_fetch_wait_max_ms: int
+    replica_high_watermark_checkpoint_interval_ms: int
     replica_fetch_min_bytes: int
     replica_fetch_max_bytes: int
     replica_fetch_response_max_bytes: int

@@ -615,6 +615,20 @@ class LogManager:
             except OSError as exc:
                 self.fail_dir(directory, f"writing a checkpoint failed: {exc}")
 
+    def checkpoint_high_watermarks(self) -> None:
+        """Only the replication-offset-checkpoint of each live log dir, future logs
+        included (Kafka's ReplicaManager.checkpointHighWatermarks, every
+        replica.high.watermark.checkpoint.interval.ms)."""
+        with self._logs_lock:
+            every = [*self.logs.items(), *self.future_logs.items()]
+        for directory in self.live_log_dirs():
+            try:
+                OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
+                    {tp: lg.high_watermark for tp, lg in every if lg.dir.parent == directory}
+                )
+            except OSError as exc:
+                self.fail_dir(directory, f"writing a checkpoint failed: {exc}")
+
     def flush_dirty_logs(self) -> None:
         """flush.ms for idle logs: appends check it too, but a quiet log needs a timer."""
         now = int(self.clock() * 1000)

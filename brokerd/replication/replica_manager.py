@@ -134,6 +134,14 @@ class ReplicaManager:
             asyncio.create_task(
                 self._every(self._offset_checkpoint_interval_ms, self.log_manager.checkpoint)
             ),
+            # replica.high.watermark.checkpoint.interval.ms (Kafka's 5 s): a partition the
+            # checkpoint lacks restarts at high watermark 0 (LogManager startup).
+            asyncio.create_task(
+                self._every(
+                    self.settings.replica_high_watermark_checkpoint_interval_ms,
+                    self.log_manager.checkpoint_high_watermarks,
+                )
+            ),
             asyncio.create_task(self._isr_maintenance()),
         ]
 

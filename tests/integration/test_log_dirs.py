@@ -20,6 +20,7 @@ from kafka.errors import (
     ReplicaNotAvailableError,
 )
 
+from brokerd.log.checkpoints import OffsetCheckpointFile
 from tests.conftest import new_broker
 
 
@@ -399,3 +400,41 @@ def _broker_config(bootstrap: str, broker_id: int, name: str) -> str | None:
     (future,) = client.describe_configs([ConfigResource("broker", str(broker_id))]).values()
     entry = future.result(30)[name]
     return entry.value
+
+
+def test_high_watermarks_are_checkpointed_on_their_own_interval(make_broker, tmp_path):
+    """replica.high.watermark.checkpoint.interval.ms (Kafka's 5 s) writes each dir's
+    replication-offset-checkpoint, not log.flush.offset.checkpoint.interval.ms (an hour
+    here): a partition the checkpoint lacks after a crash restarts at high watermark 0."""
+    dirs = [tmp_path / "d0", tmp_path / "d1"]
+    process = make_broker(
+        log_dirs=",".join(str(d) for d in dirs),
+        log_flush_offset_checkpoint_interval_ms="3600000",
+        replica_high_watermark_checkpoint_interval_ms="200",
+    ).start()
+    topic = "hw-checkpoints"
+    producer = KafkaProducer(bootstrap_servers=process.bootstrap, acks="all")
+    try:
+        admin = admin_for(process)
+        admin.create_topics([NewTopic(topic, 2, 1)])
+        admin.close()
+        for i in range(2):
+            for _ in range(5 * (i + 1)):
+                producer.send(topic, b"v", partition=i)
+        producer.flush()
+
+        def checkpointed():
+            found = {}
+            for d in dirs:
+                found.update(OffsetCheckpointFile(d / "replication-offset-checkpoint").read())
+            return found
+
+        wait_for(lambda: checkpointed().get((topic, 0)) == 5 and checkpointed().get((topic, 1)))
+        assert checkpointed()[(topic, 1)] == 10
+        recovery = {}
+        for d in dirs:
+            recovery.update(OffsetCheckpointFile(d / "recovery-point-offset-checkpoint").read())
+        assert (topic, 0) not in recovery  # its own (hourly) interval has not come
+    finally:
+        producer.close()
+        process.kill()

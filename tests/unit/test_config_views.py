@@ -101,6 +101,7 @@ NON_DEFAULTS = {
     "log.flush.offset.checkpoint.interval.ms": ("2000", 2000),
     "num.recovery.threads.per.data.dir": ("3", 3),
     "num.replica.alter.log.dirs.threads": ("2", 2),
+    "replica.high.watermark.checkpoint.interval.ms": ("700", 700),
     "log.cleaner.enable": ("false", False),
     "log.cleaner.dedupe.buffer.size": ("2048", 2048),
     "log.cleaner.backoff.ms": ("100", 100),
