@@ -65,6 +65,7 @@ def test_a_restarted_replica_never_serves_above_the_true_high_watermark(
         # C stays in the ISR while paused; no periodic checkpoint holds the new topic.
         replica_lag_time_max_ms="120000",
         log_flush_offset_checkpoint_interval_ms="3600000",
+        replica_high_watermark_checkpoint_interval_ms="3600000",
     )
     a, b, c = (cluster.brokers[i] for i in (1, 2, 3))
     c.props["zookeeper.session.timeout.ms"] = "60000"
