@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib import messages
@@ -32,6 +33,7 @@ from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
 
 from ..api.resources import TOPIC_NAME
 from ..api.serializers import MAX_PARTITIONS, MAX_REPLICATION
+from .group_list import page_links, sort_columns
 from .views import throughput_history
 
 PAGE_SIZE = 50
@@ -173,30 +175,147 @@ async def _offsets(ops, partitions, spec) -> dict:
     return {tp: found.offset for tp, found in listed.items()}
 
 
-def _render_topic_list(request, cluster: Cluster, create=None, create_error=None, status=200):
-    after, size = _page_args(request)
-    search = request.GET.get("q", "")[:249].strip()
-    names, more, rows, error = [], False, [], None
-    try:
-        metadata = with_cluster(cluster, lambda ops: ops.refresh())
-        rest = sorted(n for n in metadata.topics if n > after and search.lower() in n.lower())
-        names, more = rest[:size], len(rest) > size
+TOPIC_SORTS = (
+    "name",
+    "partitions",
+    "replication",
+    "under_replicated",
+    "records",
+    "size_bytes",
+    "records_per_s",
+    "bytes_in_per_s",
+    "bytes_out_per_s",
+)
+TOPIC_COLUMNS = [
+    ("name", "Topic"),
+    ("partitions", "Partitions"),
+    ("replication", "Replication"),
+    ("under_replicated", "Under-replicated"),
+    ("records", "Records"),
+    ("size_bytes", "Size"),
+    ("records_per_s", "Records/s"),
+    ("bytes_in_per_s", "Bytes in/s"),
+    ("bytes_out_per_s", "Bytes out/s"),
+]
+# Sorting by what only the brokers know (records, size) reads it for every matching topic:
+# at most this many (the page says so when more matched).
+TOPIC_SORT_CAP = 1000
+
+
+@dataclass(frozen=True)
+class TopicQuery:
+    search: str = ""
+    sort: str = "name"
+    descending: bool = False
+    after: str = ""
+    page: int = 1
+    size: int = PAGE_SIZE
+
+    @classmethod
+    def from_request(cls, request) -> TopicQuery:
+        after, size = _page_args(request)
+        sort = request.GET.get("sort", "name")
+        try:
+            page = min(max(int(request.GET.get("page", 1)), 1), 100_000)
+        except ValueError:
+            page = 1
+        return cls(
+            search=request.GET.get("q", "")[:249].strip(),
+            sort=sort if sort in TOPIC_SORTS else "name",
+            descending=request.GET.get("dir") == "desc",
+            after=after,
+            page=page,
+            size=size,
+        )
+
+    @property
+    def by_cursor(self) -> bool:
+        return self.sort == "name" and not self.descending
+
+
+def _with_rates(cluster: Cluster, rows: list[dict]) -> list[dict]:
+    rates = _rates(cluster, [r["name"] for r in rows])
+    for row in rows:
+        row.update(dict.fromkeys(RATE_KINDS.values()), **rates.get(row["name"], {}))
+    return rows
+
+
+def _metadata_row(name: str, info) -> dict:
+    first = info.partitions.get(0) or next(iter(info.partitions.values()), None)
+    return {
+        "name": name,
+        "partitions": len(info.partitions),
+        "replication": len(first.replicas) if first else 0,
+        "under_replicated": sum(
+            1 for p in info.partitions.values() if len(p.isr) < len(p.replicas)
+        ),
+    }
+
+
+def topic_list_page(cluster: Cluster, query: TopicQuery) -> dict:
+    """The page's rows in the asked order over every matching topic. By name (ascending) a
+    page costs what it shows; by what metadata says (partitions, replication,
+    under-replicated) or what the platform recorded (rates) every matching topic is ordered
+    first and only the page's rows asked of the brokers; by records or size those are asked
+    for every matching topic (up to TOPIC_SORT_CAP)."""
+    metadata = with_cluster(cluster, lambda ops: ops.refresh())
+    needle = query.search.lower()
+    matching = sorted(n for n in metadata.topics if needle in n.lower())
+    start, end = (query.page - 1) * query.size, query.page * query.size
+    capped = False
+    if query.by_cursor:
+        rest = [n for n in matching if n > query.after]
+        names, more = rest[: query.size], len(rest) > query.size
         rows = with_cluster(cluster, lambda ops: _page_rows(ops, names))
-        rates = _rates(cluster, names)
-        for row in rows:
-            row.update(dict.fromkeys(RATE_KINDS.values()), **rates.get(row["name"], {}))
+        return {"rows": _with_rates(cluster, rows), "more": more, "matched": len(matching),
+                "capped": False}  # fmt: skip
+    if query.sort in ("records", "size_bytes"):
+        considered = matching[:TOPIC_SORT_CAP]
+        capped = len(matching) > TOPIC_SORT_CAP
+        ordered = with_cluster(cluster, lambda ops: _page_rows(ops, considered))
+    elif query.sort in RATE_KINDS.values():
+        ordered = _with_rates(cluster, [{"name": n} for n in matching])
+    else:
+        ordered = [_metadata_row(n, metadata.topics[n]) for n in matching]
+    if query.sort == "name":
+        ordered.sort(key=lambda r: r["name"], reverse=True)
+    else:
+        known = [r for r in ordered if r.get(query.sort) is not None]
+        unknown = [r for r in ordered if r.get(query.sort) is None]
+        known.sort(key=lambda r: r[query.sort], reverse=query.descending)  # ties by name
+        ordered = known + unknown
+    shown, more = ordered[start:end], len(ordered) > end
+    if query.sort not in ("records", "size_bytes"):
+        names = [r["name"] for r in shown]
+        shown = with_cluster(cluster, lambda ops: _page_rows(ops, names))
+    return {"rows": _with_rates(cluster, shown), "more": more, "matched": len(matching),
+            "capped": capped}  # fmt: skip
+
+
+def _render_topic_list(request, cluster: Cluster, create=None, create_error=None, status=200):
+    query = TopicQuery.from_request(request)
+    page, error = None, None
+    try:
+        page = topic_list_page(cluster, query)
     except KafkaClientError as exc:
         error = f"cluster unreachable: {error_text(exc)}"
+    rows = page["rows"] if page else []
     return render(
         request,
         "live/topics.html",
         {
             "cluster": cluster,
             "rows": rows,
-            "after": after,
-            "search": search,
-            "next_after": names[-1] if more else None,
-            "size": size,
+            "query": query,
+            "search": query.search,
+            "after": query.after,
+            "matched": page["matched"] if page else None,
+            "capped": page["capped"] if page else False,
+            "sort_cap": TOPIC_SORT_CAP,
+            "columns": sort_columns(query, TOPIC_COLUMNS, set(TOPIC_SORTS) - {"name"}),
+            "links": page_links(
+                query, bool(page and page["more"]), rows[-1]["name"] if rows else None
+            ),
             "error": error,
             "create": create or {"partitions": "3", "replication_factor": ""},
             "create_error": create_error,
