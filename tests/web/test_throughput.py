@@ -16,7 +16,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from playwright.sync_api import expect
 
-from .conftest import _manage, make_user, wait_until
+from .conftest import ARTIFACTS, _manage, make_user, wait_until
 from .test_browser import browser_page, log_in  # noqa: F401 - browser_page is a fixture
 
 BYTES_RATE = re.compile(r"^[\d,]+(\.\d)? (B|KiB|MiB|GiB)/s$")
@@ -104,6 +104,7 @@ def test_rates_follow_a_real_producer_and_consumer(browser_page, live_dashboard)
         assert BYTES_RATE.match(page.locator(total_in).inner_text())
         row = page.locator("#broker-throughput tbody tr[data-broker] [data-rate=bytes_in_per_s]")
         wait_until(lambda: float(row.get_attribute("data-value") or 0) > 0, 30)
+        page.screenshot(path=str(ARTIFACTS / "throughput-overview-live.png"), full_page=True)
 
         page.goto(f"{base}/brokers/{live_dashboard.broker.broker_id}/")
         broker_in = "#broker-throughput [data-rate=bytes_in_per_s]"
@@ -143,6 +144,7 @@ def test_recorded_throughput_is_charted(browser_page, live_dashboard):  # noqa: 
     _manage(live_dashboard.env, "shell", "-c", record)  # the second round has rates
 
     log_in(page, live_dashboard)
+    page.set_viewport_size({"width": 1440, "height": 900})
     base = f"{live_dashboard.url}/clusters/local"
     for path, chart in [
         (f"{base}/", "cluster-bytes-chart"),
@@ -161,6 +163,12 @@ def test_recorded_throughput_is_charted(browser_page, live_dashboard):  # noqa: 
             "(id) => { const d = window.HistoryCharts[id].data[1]; return d[d.length - 1]; }", chart
         )
         assert newest > 0
+        page.screenshot(path=str(ARTIFACTS / f"throughput-{chart}.png"), full_page=True)
+    # The page is on the topic: its records/s from high-watermark growth beside the bytes.
+    assert page.evaluate("() => window.RateChart.axes.map((a) => a.label)") == [
+        "time (your zone)", "records/s"
+    ]  # fmt: skip
+    assert int(page.locator("#throughput-chart").get_attribute("data-points")) >= 1
     page.goto(f"{base}/")
     axes = page.evaluate(
         "() => window.HistoryCharts['cluster-records-chart'].axes.map((a) => a.label)"

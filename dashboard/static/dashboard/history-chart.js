@@ -32,7 +32,11 @@
       {
         width: width(),
         height: 220,
-        scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
+        scales: {
+          x: { time: true },
+          // At least 1 KiB/s or 1 record/s tall, so that small rates get distinct ticks.
+          y: { range: (u, min, max) => [0, Math.max(max * 1.1, isBytes ? 1024 : 1)] },
+        },
         series: [
           { label: "time" },
           ...data.series.map((s, i) => ({
@@ -49,7 +53,16 @@
       [xs, ...columns],
       target,
     );
+    // A single round spans the ten minutes up to it, not uPlot's years around it.
+    if (xs.length === 1) chart.setScale("x", { min: xs[0] - 600, max: xs[0] + 30 });
     target.dataset.points = String(xs.length);
+    if (!xs.length) {  // nothing recorded yet: a sentence instead of empty axes
+      target.hidden = true;
+      const note = document.createElement("p");
+      note.className = "muted history-empty";
+      note.textContent = `No ${isBytes ? "bytes" : "records"}/s recorded yet: beat's history task samples the brokers' counters every few seconds.`;
+      target.after(note);
+    }
     window.HistoryCharts[target.id] = chart;
     window.addEventListener("resize", () => chart.setSize({ width: width(), height: 220 }));
   });

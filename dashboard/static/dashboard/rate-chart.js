@@ -28,6 +28,8 @@
     [xs, ys],
     target,
   );
+  // A single round spans the ten minutes up to it, not uPlot's years around it.
+  if (xs.length === 1) chart.setScale("x", { min: xs[0] - 600, max: xs[0] + 30 });
   target.dataset.points = String(xs.length);
   window.RateChart = chart;
   window.addEventListener("resize", () => chart.setSize({ width: width(), height: 220 }));
