@@ -211,3 +211,36 @@ def test_topics_list_and_pages_show_recorded_rates_with_units(kafka_cluster, bro
     assert (
         overview.context["throughput_bytes"]["series"][0]["points"][0][1] == 2048.0
     )  # brokers summed
+
+
+def test_rates_between_two_reads_of_the_counters():
+    from dashboard.core.throughput import rates
+
+    def read(ms, totals, topics, complete=True):
+        return {"taken_at_ms": ms, "complete": complete,
+                "all_topics": dict(zip(("bytes_in", "bytes_out", "messages_in"), totals, strict=True)),
+                "topics": {t: dict(zip(("bytes_in", "bytes_out", "messages_in"), c, strict=True))
+                           for t, c in topics.items()}}  # fmt: skip
+
+    assert rates(None, {1: read(0, (0, 0, 0), {})}) == {"brokers": {}, "topics": {}, "total": None}
+    before = {1: read(1000, (1000, 0, 10), {"a": (1000, 0, 10)}),
+              2: read(1000, (5000, 0, 50), {"a": (5000, 0, 50)})}  # fmt: skip
+    after = {1: read(3000, (3000, 4000, 30), {"a": (2000, 4000, 20), "b": (1000, 0, 10)}),
+             # Broker 2 restarted: its counters start again from zero.
+             2: read(3000, (800, 0, 8), {"a": (800, 0, 8)}),
+             3: read(3000, (9, 9, 9), {})}  # fmt: skip  # no earlier read: no rate
+    found = rates(before, after)
+    assert found["brokers"] == {
+        1: {"bytes_in_per_s": 1000.0, "bytes_out_per_s": 2000.0, "records_in_per_s": 10.0},
+        2: {"bytes_in_per_s": 400.0, "bytes_out_per_s": 0.0, "records_in_per_s": 4.0},
+    }
+    assert found["topics"]["a"] == {
+        "bytes_in_per_s": 900.0, "bytes_out_per_s": 2000.0, "records_in_per_s": 9.0
+    }  # fmt: skip
+    assert found["topics"]["b"]["bytes_in_per_s"] == 500.0  # new since a complete read
+    assert found["total"]["bytes_in_per_s"] == 1400.0
+    # After a narrowed read (only the watched topics), a topic it did not ask about has no
+    # rate yet rather than its whole count since start-up.
+    narrowed = {1: read(1000, (0, 0, 0), {"a": (0, 0, 0)}, complete=False)}
+    later = {1: read(2000, (10, 0, 1), {"a": (0, 0, 0), "b": (10, 0, 1)}, complete=False)}
+    assert set(rates(narrowed, later)["topics"]) == {"a"}
