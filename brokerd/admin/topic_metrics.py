@@ -19,12 +19,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
 # The admin API's names for the counters (docs/admin-api.md), in Kafka's order.
 FIELDS = ("bytes_in", "bytes_out", "messages_in")
+
+
+class FetchedPartition(Protocol):
+    """A partition of a fetch's answer (the fetch handler's PartitionResult)."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
 
 
 class TopicCounters:
@@ -64,16 +74,24 @@ class BrokerTopicStats:
         total.bytes_in += size
         total.messages_in += records
 
-    def fetched(self, sizes: Iterable[tuple[str, int]], from_follower: bool) -> None:
-        """A fetch answered (topic, record bytes) per partition."""
+    def fetched(self, partitions: Iterable[FetchedPartition], from_follower: bool) -> None:
+        """A fetch answered these partitions (their topic and record bytes)."""
+        total = 0
         if from_follower:
-            self.replication_bytes_out += sum(size for _topic, size in sizes)
+            for partition in partitions:
+                total += partition.size
+            self.replication_bytes_out += total
             return
-        total = self.all_topics
-        for topic, size in sizes:
+        topic, counters = None, None
+        for partition in partitions:
+            size = partition.size
             if size:
-                self._topic(topic).bytes_out += size
-                total.bytes_out += size
+                if partition.topic != topic:  # a fetch lists a topic's partitions together
+                    topic = partition.topic
+                    counters = self._topic(topic)
+                counters.bytes_out += size  # type: ignore[union-attr]
+                total += size
+        self.all_topics.bytes_out += total
 
     # Readers ------------------------------------------------------------------------------
     def forget_topics(self, keep: Callable[[str], bool]) -> None:

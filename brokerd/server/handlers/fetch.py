@@ -202,7 +202,7 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
                 kept.last_high_watermark = r.high_watermark if ok else None
                 kept.last_log_start_offset = r.log_start_offset
     # Kafka's BytesOutPerSec (consumers) or ReplicationBytesOutPerSec (followers).
-    ctx.topic_stats.fetched(((r.topic, r.size) for r in results), body.replica_id >= 0)
+    ctx.topic_stats.fetched(results, body.replica_id >= 0)
     return _encode(request, error, response_session_id, results, isolation, version)
 
 

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from brokerd.admin.topic_metrics import BrokerTopicStats
+
+
+class Part(NamedTuple):
+    topic: str
+    size: int
 
 
 def test_consumer_fetches_count_per_topic_follower_fetches_only_as_replication():
     stats = BrokerTopicStats()
     stats.appended("a", 1000, 10)
     stats.appended("b", 50, 1)
-    stats.fetched([("a", 600), ("b", 0), ("a", 400)], from_follower=False)
-    stats.fetched([("a", 1000), ("b", 50)], from_follower=True)
+    stats.fetched([Part("a", 600), Part("b", 0), Part("a", 400)], from_follower=False)
+    stats.fetched([Part("a", 1000), Part("b", 50)], from_follower=True)
     snapshot = stats.snapshot()
     assert snapshot["topics"] == {
         "a": {"bytes_in": 1000, "bytes_out": 1000, "messages_in": 10},
