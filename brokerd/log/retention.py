@@ -7,7 +7,13 @@ forward until one fails, as Kafka's deleteOldSegments does:
 - size: the log is larger than retention.bytes by at least the segment's size;
 - log start offset: the next segment starts at or below the log start offset
   (DeleteRecords), which applies whatever the cleanup policy.
-Only segments wholly below the high watermark are deleted. The work is O(segments).
+Only segments wholly below the last stable offset are deleted: below the high watermark, as
+Kafka, and also never past the start of a transaction still open there (the issue's rule;
+Kafka bounds by the high watermark alone, so retention could delete the first records of a
+transaction that later commits and make it half visible). The cleaner stops at the same
+bound, so a hanging transaction holds back both until it is ended (`brokerd transactions
+find-hanging` / `abort`); a DeleteRecords below it still applies (the log start offset rule).
+The work is O(segments).
 """
 
 from __future__ import annotations
@@ -36,12 +42,13 @@ class RetentionReport:
 
 def deletable_segments(log: Log, predicate: Predicate) -> list[LogSegment]:
     segments = log.segments
+    stable = log.last_stable_offset
     doomed = []
     for i, segment in enumerate(segments):
         following = segments[i + 1] if i + 1 < len(segments) else None
         is_last_and_empty = following is None and segment.size == 0
         upper = following.base_offset if following else log.log_end_offset
-        if is_last_and_empty or log.high_watermark < upper or not predicate(segment, following):
+        if is_last_and_empty or stable < upper or not predicate(segment, following):
             break
         doomed.append(segment)
     return doomed

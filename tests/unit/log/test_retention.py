@@ -114,28 +114,38 @@ def test_segments_already_deleted_by_a_concurrent_run_are_skipped(tmp_path):
     assert [s.base_offset for s in log.segments][0] == 5
 
 
-def test_retention_is_bounded_by_the_high_watermark_not_the_lso(tmp_path):
-    """Kafka's deleteOldSegments deletes a segment once the HW is past it and a rule says
-    so; an open transaction does not hold retention back (UnifiedLog has no LSO bound
-    there). Its data below the new log start offset is gone, and the LSO is never below
-    the log start offset (Kafka's updateFirstUnstableOffset)."""
+def test_retention_never_deletes_past_the_start_of_an_open_transaction(tmp_path):
+    """Segments go once the last stable offset is past them and a rule says so: an open
+    transaction holds retention back at its first offset (the issue's rule; Kafka bounds by
+    the HW alone), so no committed transaction is ever left with its first records deleted.
+    Once the transaction is decided, retention goes on up to the HW; a DeleteRecords below
+    the open transaction still applies."""
     from brokerd.records.batch import SimpleRecord, build_batch
 
     clock = Clock(1_000_000 + 10 * 1000 + 10_000)
     log = open_log(tmp_path / "t-0", clock=clock, segment_bytes=150, retention_ms=10_000)
+    for i in range(3):
+        log.append_as_leader(batch(b"v" * 60, timestamp=1_000_000 + i * 1000), leader_epoch=0)
     open_txn = build_batch(
-        [SimpleRecord(b"v" * 60, None, (), 1_000_000)],
+        [SimpleRecord(b"v" * 60, None, (), 1_000_000 + 3000)],
         producer_id=77,
         producer_epoch=0,
         base_sequence=0,
         is_transactional=True,
     )
-    log.append_as_leader(open_txn, leader_epoch=0)  # offset 0: a transaction left open
-    for i in range(1, 10):
+    log.append_as_leader(open_txn, leader_epoch=0)  # offset 3: a transaction left open
+    for i in range(4, 10):
         log.append_as_leader(batch(b"v" * 60, timestamp=1_000_000 + i * 1000), leader_epoch=0)
-    log.update_high_watermark(5)
-    assert log.last_stable_offset == 0
+    log.update_high_watermark(8)
+    assert log.last_stable_offset == 3
     report = delete_old_segments(log)
-    assert report.segments_deleted == 5  # up to the HW, past the open transaction's start
-    assert log.log_start_offset == 5
-    assert log.last_stable_offset == 5  # at the log start offset, not below it
+    assert report.segments_deleted == 3  # the segments below the open transaction only
+    assert log.log_start_offset == 3
+    assert log.last_stable_offset == 3
+
+    log.append_end_txn_marker(77, 0, 0, commit=True, leader_epoch=0)  # offset 10: committed
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == log.log_end_offset
+    report = delete_old_segments(log)
+    assert report.segments_deleted > 0  # decided: retention goes on up to the HW
+    assert log.log_start_offset > 3
