@@ -23,6 +23,8 @@ COLUMNS = [
     ("topics", "Topics"),
     ("lag", "Total lag"),
 ]
+# How often an open list asks for its rows again (list-refresh.js).
+LIST_REFRESH_S = 5
 # Numbers read best largest first: the first click on those columns sorts descending.
 DESCENDING_FIRST = {"members", "topics", "lag"}
 
@@ -76,10 +78,12 @@ def group_list(request, cluster_id: str):
         error = f"cluster unreachable: {error_text(exc)}"
     rows = page.rows if page else []
     last_id = rows[-1]["consumer_group_id"] if rows else None
+    rows_only = bool(request.GET.get("rows"))  # list-refresh.js asking for fresh rows
     return render(
         request,
-        "live/groups.html",
+        "live/group_rows.html" if rows_only else "live/groups.html",
         {
+            "refresh_s": LIST_REFRESH_S,
             "cluster": cluster,
             "rows": rows,
             "query": query,
@@ -91,4 +95,5 @@ def group_list(request, cluster_id: str):
             "live_query": request.GET.urlencode(),
             "error": error,
         },
+        status=503 if rows_only and error else 200,
     )

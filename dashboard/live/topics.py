@@ -33,7 +33,7 @@ from dashboard.core.roles import OPERATE_PERMISSION, VIEW_PERMISSION
 
 from ..api.resources import TOPIC_NAME
 from ..api.serializers import MAX_PARTITIONS, MAX_REPLICATION
-from .group_list import page_links, sort_columns
+from .group_list import LIST_REFRESH_S, page_links, sort_columns
 from .views import throughput_history
 
 PAGE_SIZE = 50
@@ -300,10 +300,12 @@ def _render_topic_list(request, cluster: Cluster, create=None, create_error=None
     except KafkaClientError as exc:
         error = f"cluster unreachable: {error_text(exc)}"
     rows = page["rows"] if page else []
+    rows_only = status == 200 and bool(request.GET.get("rows"))  # list-refresh.js
     return render(
         request,
-        "live/topics.html",
+        "live/topic_rows.html" if rows_only else "live/topics.html",
         {
+            "refresh_s": LIST_REFRESH_S,
             "cluster": cluster,
             "rows": rows,
             "query": query,
@@ -320,7 +322,7 @@ def _render_topic_list(request, cluster: Cluster, create=None, create_error=None
             "create": create or {"partitions": "3", "replication_factor": ""},
             "create_error": create_error,
         },
-        status=status,
+        status=503 if rows_only and error else status,
     )
 
 
