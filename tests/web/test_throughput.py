@@ -170,6 +170,10 @@ def test_recorded_throughput_is_charted(browser_page, live_dashboard):  # noqa: 
     ]  # fmt: skip
     assert int(page.locator("#throughput-chart").get_attribute("data-points")) >= 1
     page.goto(f"{base}/")
+    page.emulate_media(color_scheme="dark")  # the theme follows the system: axes in its colours
+    page.reload()
+    expect(page.locator("#cluster-bytes-chart")).to_have_attribute("data-axis-colour", "#dbe3ec")
+    page.screenshot(path=str(ARTIFACTS / "throughput-overview-dark.png"), full_page=True)
     axes = page.evaluate(
         "() => window.HistoryCharts['cluster-records-chart'].axes.map((a) => a.label)"
     )

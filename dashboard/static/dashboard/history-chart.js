@@ -28,6 +28,11 @@
       return xs.map((x) => (byTime.has(x) ? byTime.get(x) : null));
     });
     const width = () => Math.max(target.clientWidth - 16, 400);
+    // The theme's colours (light or dark), not uPlot's black on the dark panel.
+    const style = getComputedStyle(document.documentElement);
+    const fg = style.getPropertyValue("--fg").trim() || "#1d2733";
+    const line = style.getPropertyValue("--line").trim() || "#d7dee6";
+    const axis = { stroke: fg, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 } };
     const chart = new uPlot(
       {
         width: width(),
@@ -45,8 +50,8 @@
           })),
         ],
         axes: [
-          { label: "time (your zone)", labelSize: 20 },
-          { label: isBytes ? "bytes/s" : "records/s", labelSize: 20, size: 80,
+          { ...axis, label: "time (your zone)", labelSize: 20 },
+          { ...axis, label: isBytes ? "bytes/s" : "records/s", labelSize: 20, size: 80,
             values: (u, splits) => splits.map(isBytes ? bytes : records) },
         ],
       },
@@ -56,6 +61,7 @@
     // A single round spans the ten minutes up to it, not uPlot's years around it.
     if (xs.length === 1) chart.setScale("x", { min: xs[0] - 600, max: xs[0] + 30 });
     target.dataset.points = String(xs.length);
+    target.dataset.axisColour = fg;
     if (!xs.length) {  // nothing recorded yet: a sentence instead of empty axes
       target.hidden = true;
       const note = document.createElement("p");

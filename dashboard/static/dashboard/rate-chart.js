@@ -10,6 +10,11 @@
   const ys = history.map((p) => p[1]);
   const rate = (v) => (v >= 1000 ? `${(v / 1000).toFixed(1)}k` : `${+v.toFixed(1)}`);
   const width = () => Math.max(target.clientWidth - 16, 400);
+  // The theme's colours (light or dark), not uPlot's black on the dark panel.
+  const style = getComputedStyle(document.documentElement);
+  const fg = style.getPropertyValue("--fg").trim() || "#1d2733";
+  const line = style.getPropertyValue("--line").trim() || "#d7dee6";
+  const axis = { stroke: fg, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 } };
   const chart = new uPlot(
     {
       width: width(),
@@ -21,8 +26,8 @@
           value: (u, v) => (v === null || v === undefined ? "–" : `${rate(v)} records/s`) },
       ],
       axes: [
-        { label: "time (your zone)", labelSize: 20 },
-        { label: "records/s", labelSize: 20, size: 60, values: (u, splits) => splits.map(rate) },
+        { ...axis, label: "time (your zone)", labelSize: 20 },
+        { ...axis, label: "records/s", labelSize: 20, size: 60, values: (u, splits) => splits.map(rate) },
       ],
     },
     [xs, ys],
