@@ -1,5 +1,5 @@
 """Live pages: rendered once with a fresh snapshot, then kept current over a WebSocket.
-Lists (topics, groups) paginate on the server: a page never asks for more than it shows."""
+Lists (topics, groups) are sorted and paged on the server (topics.py, group_list.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from brokerd.client.errors import KafkaClientError
-from dashboard.core import groups, snapshots, throughput
+from dashboard.core import snapshots, throughput
 from dashboard.core.admin_api import AdminApi, AdminApiError
 from dashboard.core.kafka import with_cluster
 from dashboard.core.models import Cluster, HistorySample
@@ -21,7 +21,6 @@ from dashboard.core.roles import VIEW_PERMISSION
 from ..api.resources import TOPIC_NAME
 from . import platform_status
 
-PAGE_SIZE = 50
 HISTORY_WINDOW = datetime.timedelta(hours=6)
 HISTORY_POINTS = 2000
 
@@ -30,15 +29,6 @@ def _cluster(cluster_id: str | None) -> Cluster | None:
     if cluster_id is not None:
         return get_object_or_404(Cluster, name=cluster_id)
     return Cluster.objects.first()
-
-
-def _page_args(request) -> tuple[str, int]:
-    after = request.GET.get("after", "")[:255]
-    try:
-        size = min(max(int(request.GET.get("size", PAGE_SIZE)), 1), 500)
-    except ValueError:
-        size = PAGE_SIZE
-    return after, size
 
 
 def throughput_charts(cluster: Cluster, broker: int | None = None) -> dict:
@@ -73,29 +63,6 @@ def overview(request, cluster_id: str | None = None):
             "platform": platform_status.read(cluster.name) if cluster is not None else None,
             "error": error,
             **(throughput_charts(cluster) if cluster is not None else {}),
-        },
-    )
-
-
-@permission_required(VIEW_PERMISSION, raise_exception=True)
-def group_list(request, cluster_id: str):
-    cluster = _cluster(cluster_id)
-    after, size = _page_args(request)
-    rows, more, error = [], False, None
-    try:
-        rows, more = with_cluster(cluster, lambda ops: groups.group_page(ops.admin, after, size))
-    except KafkaClientError as exc:
-        error = f"cluster unreachable: {exc}"
-    return render(
-        request,
-        "live/groups.html",
-        {
-            "cluster": cluster,
-            "rows": rows,
-            "after": after,
-            "next_after": rows[-1]["consumer_group_id"] if more and rows else None,
-            "size": size,
-            "error": error,
         },
     )
 
