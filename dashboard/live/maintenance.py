@@ -123,7 +123,10 @@ def _render(
         {
             "cluster": cluster,
             "schedules": _schedule_rows(cluster, failed_row),
-            "runs": [run_payload(r) for r in runs[:RUNS_SHOWN]],
+            "runs": [
+                {**run_payload(r), "started_at": r.started_at, "finished_at": r.finished_at}
+                for r in runs[:RUNS_SHOWN]
+            ],
             "schedule_form": schedule_form or ScheduleForm(),
             "schedule_warning": schedule_warning,
             "run_form": run_form or TargetForm(),

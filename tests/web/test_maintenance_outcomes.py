@@ -159,3 +159,15 @@ def test_the_api_warns_of_a_duplicate_schedule(kafka_cluster, operator_api, topi
     assert again.status_code == 201
     (warning,) = again.json()["warnings"]
     assert f"schedule {first.json()['schedule_id']} (Run compaction on {topic_name}" in warning
+
+
+def test_runs_show_their_times_and_an_empty_state(kafka_cluster, broker, topic_name):
+    client = Client()
+    client.force_login(make_user("tim", "viewer"))
+    assert "no runs yet" in client.get("/clusters/local/maintenance/").content.decode()
+    create_topic(broker.bootstrap, topic_name, 1, {"cleanup.policy": "compact"})
+    run = ran(kafka_cluster, MaintenanceAction.RETENTION, topic_name)
+    html = client.get("/clusters/local/maintenance/").content.decode()
+    row = re.search(rf'<tr data-run="{run.pk}".*?</tr>', html, re.S).group(0)
+    assert row.count("<time datetime=") == 2 and " UTC</time>" in row and " ago)" in row
+    assert "cleanup.policy=compact excludes retention" in row and "no runs yet" not in html

@@ -282,6 +282,8 @@
     if (!rows) return;
     let row = rows.querySelector(`tr[data-run="${run.id}"]`);
     if (!row) {
+      const empty = rows.querySelector("tr.empty");  // "no runs yet"
+      if (empty) empty.remove();
       row = el("tr");
       row.dataset.run = run.id;
       rows.prepend(row);
