@@ -179,6 +179,10 @@ class LogManager:
         self._moves: dict[TopicPartition, FutureReplicaMove] = {}
         self._moves_lock = threading.Lock()
         self._creation_lock = threading.Lock()
+        # The recovery-point and high-watermark timers run on two worker threads and both
+        # replace replication-offset-checkpoint through one `.tmp` name: unserialised, one
+        # rename moves the other's file away and its FileNotFoundError takes the dir offline.
+        self._checkpoint_lock = threading.Lock()
         # next_log_dir's partitions per dir, and the sizes of (logs, future_logs) they
         # were counted at (see _dir_counts); None after a delete, a move or a failed dir.
         self._counts_by_dir: dict[Path, int] = {}
@@ -599,19 +603,20 @@ class LogManager:
                 if partition_log.dir.parent == directory
             }
             try:
-                OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).write(
-                    {tp: lg.recovery_point for tp, lg in in_dir.items()}
-                )
-                OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).write(
-                    {
-                        tp: lg.log_start_offset
-                        for tp, lg in in_dir.items()
-                        if lg.log_start_offset > 0
-                    }
-                )
-                OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
-                    {tp: lg.high_watermark for tp, lg in in_dir.items()}
-                )
+                with self._checkpoint_lock:
+                    OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).write(
+                        {tp: lg.recovery_point for tp, lg in in_dir.items()}
+                    )
+                    OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).write(
+                        {
+                            tp: lg.log_start_offset
+                            for tp, lg in in_dir.items()
+                            if lg.log_start_offset > 0
+                        }
+                    )
+                    OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
+                        {tp: lg.high_watermark for tp, lg in in_dir.items()}
+                    )
             except OSError as exc:
                 self.fail_dir(directory, f"writing a checkpoint failed: {exc}")
 
@@ -623,9 +628,10 @@ class LogManager:
             every = [*self.logs.items(), *self.future_logs.items()]
         for directory in self.live_log_dirs():
             try:
-                OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
-                    {tp: lg.high_watermark for tp, lg in every if lg.dir.parent == directory}
-                )
+                with self._checkpoint_lock:
+                    OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
+                        {tp: lg.high_watermark for tp, lg in every if lg.dir.parent == directory}
+                    )
             except OSError as exc:
                 self.fail_dir(directory, f"writing a checkpoint failed: {exc}")
 

@@ -340,3 +340,33 @@ def test_creating_many_logs_does_not_count_every_log_for_each_new_one(tmp_path):
     assert _CountingLogs.walks <= 1  # counted again once after the deletions
     assert placed[:deleted_from_a] == [dirs[0]] * deleted_from_a
     manager.shutdown()
+
+
+def test_the_two_checkpoint_timers_never_take_the_dir_offline_when_they_meet(tmp_path):
+    """checkpoint() (log.flush.offset.checkpoint.interval.ms) and checkpoint_high_watermarks()
+    (replica.high.watermark.checkpoint.interval.ms) run on two worker threads and both write
+    replication-offset-checkpoint: when they met, one rename moved the other's temporary file
+    away and the dir went offline (found by review)."""
+    import threading
+
+    manager = started([tmp_path])
+    for p in range(200):
+        manager.get_or_create_log("orders", p)
+    go = threading.Barrier(2)
+
+    def repeat(write):
+        go.wait()
+        for _ in range(40):
+            write()
+
+    threads = [
+        threading.Thread(target=repeat, args=(manager.checkpoint,)),
+        threading.Thread(target=repeat, args=(manager.checkpoint_high_watermarks,)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert manager.offline_dirs == {}
+    assert len(OffsetCheckpointFile(tmp_path / REPLICATION_CHECKPOINT).read()) == 200
+    manager.shutdown()
