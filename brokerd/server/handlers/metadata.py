@@ -177,22 +177,37 @@ def _is_info(found: Any) -> bool:
     return hasattr(found, "assignment")  # a TopicInfo, not an error entry
 
 
-# Encoded partition entries, per response version and topic id: partition -> (its values,
-# its bytes). Content-keyed, so never stale; entries of topics gone are dropped in passing.
-_PARTITIONS: dict[tuple[type, str], dict[int, tuple[tuple, bytes]]] = {}
+# Encoded partition entries, per topic id and response version: partition -> (its values,
+# its bytes). Content-keyed, so never stale. Entries of topics gone are dropped in passing,
+# when the topic ids kept have grown past twice what was kept after the last drop (and the
+# topics known): each drop scans the kept ids once, and at least as many new ids were added
+# since the one before, so the cost per new id is constant however many versions clients
+# use (the versions of a topic share its key).
+_PARTITIONS: dict[str, dict[type, dict[int, tuple[tuple, bytes]]]] = {}
+_PRUNE_SLACK = 64
+_prune_above = _PRUNE_SLACK
 _SIZE = struct.Struct(">i")
+
+
+def _topic_entries(ctx: HandlerContext, topic_id: str) -> dict[type, dict]:
+    global _prune_above
+    versions = _PARTITIONS.get(topic_id)
+    if versions is None:
+        if len(_PARTITIONS) > max(_prune_above, 2 * len(ctx.metadata.topics) + _PRUNE_SLACK):
+            current = {t.topic_id for t in ctx.metadata.topics.values()}
+            for stale in [k for k in _PARTITIONS if k not in current]:
+                del _PARTITIONS[stale]
+            _prune_above = 2 * len(_PARTITIONS) + _PRUNE_SLACK
+        versions = _PARTITIONS[topic_id] = {}
+    return versions
 
 
 def _encoded_partitions(module, ctx: HandlerContext, info) -> tuple[int, bytes]:
     cls = module.MetadataResponsePartition
-    key = (cls, info.topic_id)
-    cache = _PARTITIONS.get(key)
+    versions = _topic_entries(ctx, info.topic_id)
+    cache = versions.get(cls)
     if cache is None:
-        if len(_PARTITIONS) > 2 * len(ctx.metadata.topics) + 64:
-            current = {t.topic_id for t in ctx.metadata.topics.values()}
-            for stale in [k for k in _PARTITIONS if k[1] not in current]:
-                del _PARTITIONS[stale]
-        cache = _PARTITIONS[key] = {}
+        cache = versions[cls] = {}
     live = ctx.metadata.brokers
     offline_replicas = ctx.metadata.offline_replicas
     write = entity_writer(cls)

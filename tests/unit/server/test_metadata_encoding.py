@@ -3,10 +3,14 @@ values stay the same (brokerd/server/handlers/metadata.py): every version's fram
 kio encodes for the same answer, and a changed leader, ISR, epoch or live broker set shows
 at once (the kept bytes are keyed by their values, never stale)."""
 
+import base64
+import uuid
+
 from brokerd.coordination.metadata import TopicInfo
 from brokerd.coordination.zk_data import PartitionState
 from brokerd.protocol import framing
 from brokerd.protocol.errors import ErrorCode
+from brokerd.server.handlers import metadata as metadata_handler
 from brokerd.server.handlers.metadata import handle_metadata
 from tests.integration.wire import nested, request
 from tests.unit.server.handler_context import (
@@ -112,3 +116,45 @@ async def test_a_change_shows_at_once_in_the_next_answer():
         -1,
     )
     assert list(partitions[2].offline_replicas) == [3]
+
+
+class _CountingTopics(dict):
+    """The metadata cache's topics, counting the scans of every topic (values())."""
+
+    scans = 0
+
+    def values(self):
+        self.scans += 1
+        return super().values()
+
+
+def _small_topic(name: str, number: int) -> TopicInfo:
+    topic_id = base64.urlsafe_b64encode(uuid.UUID(int=1000 + number).bytes).decode().rstrip("=")
+    return TopicInfo(name, topic_id, {0: [1]}, states={0: PartitionState(1, 0, [1], 1)})
+
+
+async def test_kept_entries_are_not_pruned_at_every_miss_whatever_the_versions_asked():
+    metadata_handler._PARTITIONS.clear()
+    ctx = _ctx()
+    topics = _CountingTopics(ctx.metadata.topics)
+    for n in range(100):
+        topics[f"t{n}"] = _small_topic(f"t{n}", n)
+    ctx.metadata.topics = topics
+    names = sorted(topics)
+    # Clients of twelve versions: 1,200 first encodings. Each used to scan every topic and
+    # every kept entry once the kept entries outnumbered twice the topics (quadratic).
+    for version in range(1, 13):
+        await _answer(ctx, version, names)
+    assert topics.scans == 0
+    # Topics deleted and created round after round: the entries of those gone are dropped
+    # now and then (a scan per at least as many new topics as are kept), never every miss.
+    number = 100
+    for _ in range(10):
+        for name in [n for n in topics if n.startswith("t")]:
+            del topics[name]
+        for _ in range(100):
+            topics[f"t{number}"] = _small_topic(f"t{number}", number)
+            number += 1
+        await _answer(ctx, 12, sorted(topics))
+    assert 1 <= topics.scans <= 10
+    assert len(metadata_handler._PARTITIONS) <= 2 * len(topics) + 65
