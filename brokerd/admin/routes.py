@@ -33,7 +33,9 @@ MAX_METRICS_TOPICS = 1000  # `topic` parameters of one /v1/topic-metrics request
 
 # Health, metrics, brokers -----------------------------------------------------------------
 async def get_metrics(request: web.Request) -> web.Response:
-    body = _server(request).ctx.metrics.exposition()
+    ctx = _server(request).ctx
+    _forget_deleted_topics(ctx)  # a deleted topic's series go with it
+    body = ctx.metrics.exposition()
     return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
 
 
@@ -67,7 +69,7 @@ async def get_topic_metrics(request: web.Request) -> web.Response:
     (repeated) narrows the topics; `totals_only=true` leaves them out."""
     ctx = _server(request).ctx
     stats = ctx.metrics.topic_stats
-    stats.forget_topics(lambda topic: ctx.metadata.topic(topic) is not None)
+    _forget_deleted_topics(ctx)
     if _bool_param(request, "totals_only", False):
         return _json({"broker_id": ctx.broker_id, **stats.snapshot(())})
     wanted = request.query.getall("topic", [])
@@ -75,6 +77,12 @@ async def get_topic_metrics(request: web.Request) -> web.Response:
         raise ApiError(400, f"at most {MAX_METRICS_TOPICS} topics")
     known = [t for t in wanted if ctx.metadata.topic(t) is not None]  # others left out
     return _json({"broker_id": ctx.broker_id, **stats.snapshot(known if wanted else None)})
+
+
+def _forget_deleted_topics(ctx: AdminContext) -> None:
+    """Drop the counters of topics the broker no longer knows (read by /metrics and
+    /v1/topic-metrics alike, so neither keeps a deleted topic's series)."""
+    ctx.metrics.topic_stats.forget_topics(lambda topic: ctx.metadata.topic(topic) is not None)
 
 
 async def get_brokers(request: web.Request) -> web.Response:

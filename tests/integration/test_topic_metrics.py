@@ -60,3 +60,21 @@ def test_bytes_and_records_in_and_out_per_topic(broker):
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
     client.delete_topics([other])[other].result(15)
     wait_until(lambda: other not in admin.ok("GET", "/v1/topic-metrics")["topics"], 30)
+
+
+def test_metrics_forgets_a_deleted_topic_without_the_admin_route(broker):
+    """/metrics alone (a Prometheus scraper, nobody reading /v1/topic-metrics) drops a
+    deleted topic's series."""
+    topic = f"tm-gone-{uuid.uuid4().hex[:8]}"
+    create_topic(broker, topic)
+    produce(broker, topic, [(None, b"x")])
+    admin = admin_for(broker)
+    series = ("brokerd_topic_messages_in_total", (("topic", topic),))
+
+    def scraped():
+        return metric_samples(admin.get("/metrics", token=None)[1])
+
+    assert scraped()[series] == 1
+    client = AdminClient({"bootstrap.servers": broker.bootstrap})
+    client.delete_topics([topic])[topic].result(15)
+    wait_until(lambda: series not in scraped(), 30)
