@@ -316,6 +316,8 @@ class Connection:
             if self._answered_in_a_row >= ANSWERED_IN_A_ROW_MAX:
                 self._answered_in_a_row = 0
                 await asyncio.sleep(0)
+        else:
+            self._answered_in_a_row = 0
 
     async def _handle(self, request: Request) -> Any:
         current_peer.set(self.peer)

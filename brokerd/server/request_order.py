@@ -79,6 +79,9 @@ class RequestSequencer:
         # A task cancelled before its first step (the connection went away) never awaited
         # `handling`: closing it then spares the "never awaited" warning; otherwise a no-op.
         task.add_done_callback(lambda _: handling.close())
+        # Pruned here too: a connection that only produces never reaches wait_turn's
+        # pruning, and kept every finished request (and its answer) for its lifetime.
+        self._unfinished = [earlier for earlier in self._unfinished if not earlier.done()]
         self._unfinished.append(task)
         self._last_api_key = api_key
         self._last_effect = effect
@@ -110,7 +113,11 @@ def start_eagerly(
         failed = loop.create_future()
         failed.set_exception(exc)
         return failed
-    return asyncio.create_task(_go_on(coro, suspended_on), context=context)
+    task = asyncio.create_task(_go_on(coro, suspended_on), context=context)
+    # Cancelled before its first step, the task never resumes `coro`: close it then (a
+    # no-op once `coro` has finished) rather than rely on CPython's refcounting to.
+    task.add_done_callback(lambda _: coro.close())
+    return task
 
 
 async def _go_on(coro: Coroutine[Any, Any, Any], suspended_on: Any) -> Any:

@@ -92,3 +92,19 @@ async def test_other_requests_still_start_as_tasks_after_the_produce_before_them
     assert steps == ["produce"] and not handling.done()  # started by the loop, in turn
     assert await asyncio.wait_for(handling, 5) == "metadata answer"
     assert steps == ["produce", "metadata"]
+
+
+async def test_a_connection_that_only_produces_keeps_only_its_unfinished_requests():
+    """Only a non-Produce request's wait_turn pruned the finished ones: a producer's
+    connection (Produce after Produce, for ever) kept every request and its answer
+    (found by review: ~150 B a request, GBs an hour at a few thousand requests/s)."""
+
+    async def produce():
+        effect_taken()
+        return b"answer"
+
+    sequencer = RequestSequencer()
+    for _ in range(1_000):
+        await sequencer.wait_turn(PRODUCE)
+        sequencer.start(PRODUCE, produce())
+    assert len(sequencer._unfinished) <= 1
