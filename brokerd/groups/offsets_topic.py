@@ -354,8 +354,18 @@ def consumer_group_value(value: ConsumerGroupValue) -> bytes:
                 )
                 + _NO_TAGS
             )
-            # One tagged field: tag 0, its size, then the struct.
-            return head + body + _uvarint(1) + _uvarint(0) + _uvarint(len(classic)) + classic
+            # One tagged field: tag 0, its size, then the struct. A nullable struct in a
+            # tagged field is written as Kafka's generated code does: its size counts a
+            # presence varint (1) written before the struct (MessageDataGenerator).
+            return (
+                head
+                + body
+                + _uvarint(1)
+                + _uvarint(0)
+                + _uvarint(len(classic) + 1)
+                + _uvarint(1)
+                + classic
+            )
     elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
         body = _I32.pack(value.assignment_epoch)
     elif isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
@@ -509,15 +519,19 @@ def decode_consumer_group_value(kind: int, data: bytes) -> ConsumerGroupValue:
         )
         for _ in range(reader.uvarint()):  # tagged fields: 0 is ClassicMemberMetadata
             tag, size = reader.uvarint(), reader.uvarint()
+            field = _Reader(bytes(reader.take(size)), flexible=True)
             if tag != 0:
-                reader.take(size)
                 continue
-            session_timeout = reader.int32()
+            # A nullable struct: a presence varint (<= 0: null), then the struct.
+            if field.uvarint() <= 0:
+                value.classic_member_metadata = None
+                continue
+            session_timeout = field.int32()
             protocols = []
-            for _ in range(max(reader.array_length(), 0)):
-                protocols.append((reader.string(), reader.bytes_()))
-                reader.skip_tags()
-            reader.skip_tags()
+            for _ in range(max(field.array_length(), 0)):
+                protocols.append((field.string(), field.bytes_()))
+                field.skip_tags()
+            field.skip_tags()
             value.classic_member_metadata = (session_timeout, protocols)
         return value
     elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:

@@ -272,11 +272,18 @@ def test_the_classic_member_metadata_tagged_field_round_trips():
         None, None, "c", "/h", ["t"], None, 60000, None, (45000, [("range", b"\x00\x01")])
     )
     encoded = ot.consumer_group_value(value)
-    # Tagged fields: one, tag 0, its size, then int32 session, [name, metadata], no tags.
+    # Byte for byte what Kafka's generated ConsumerGroupMemberMetadataValue writes: version,
+    # the fields, then one tagged field: tag 0, its size, which counts the presence varint
+    # of a nullable struct (1), then the struct: int32 session, [name, metadata], no tags.
     classic = b"\x00\x00\xaf\xc8" + b"\x02" + b"\x06range" + b"\x03\x00\x01" + b"\x00" + b"\x00"
-    assert encoded.endswith(b"\x01\x00" + bytes([len(classic)]) + classic)
+    fields = b"\x00\x00\x02c\x03/h\x02\x02t\x00\x00\x00\xea\x60\x00"
+    assert encoded == b"\x00\x00" + fields + b"\x01\x00" + bytes([len(classic) + 1, 1]) + classic
     _, decoded = ot.decode_record(ot.consumer_member_key(5, "g", "m"), encoded)
     assert decoded == value
+    # A null struct written in its tag (presence 0) reads as none; unknown tags are skipped.
+    null_tagged = b"\x00\x00" + fields + b"\x02\x00\x01\x00\x07\x02\xff\xff"
+    _, decoded = ot.decode_record(ot.consumer_member_key(5, "g", "m"), null_tagged)
+    assert decoded.classic_member_metadata is None and decoded.client_id == "c"
 
 
 async def test_a_classic_member_inside_a_consumer_group(make, replicas):  # noqa: F811
