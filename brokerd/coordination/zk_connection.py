@@ -16,12 +16,16 @@ they arrive):
   with one `poll` object (no descriptor) instead of a selector.
 Nothing else changes: session set-up, pings, watches, authentication and the reconnection
 logic are kazoo's. A connection lost mid-write leaves the batch in kazoo's queue (it is
-moved to the pending list only once written), so it is resent as kazoo resends a request.
+moved to the pending list only once written); kazoo then fails the queue and the pending list
+alike with ConnectionLoss, so up to MAX_BATCH requests, some perhaps executed by ZooKeeper,
+fail at once: as with one request before, ZkClient's callers retry and check what was done
+(a create answered NodeExists, a conditional set BadVersion).
 TLS sockets keep kazoo's own read and write.
 """
 
 from __future__ import annotations
 
+import itertools
 import select
 import ssl
 from typing import Any
@@ -83,7 +87,7 @@ class BatchingConnection(ConnectionHandler):
         out = bytearray()
         taken = []
         xid: int = getattr(self, "_xid", 0)
-        for request, async_object in list(queue)[:MAX_BATCH]:
+        for request, async_object in itertools.islice(queue, MAX_BATCH):
             if not _plain(request):
                 break
             xid = (xid % 2147483647) + 1
