@@ -133,6 +133,7 @@ class ClusterCollector:
         admin = AdminApi(cluster, timeout=ADMIN_TIMEOUT_S)
         client = kafka_client(cluster)
         ops = KafkaOps(client)
+        unusable: tuple | None = None  # settings a client could not be built from
         try:
             while not self._stopping:
                 # The cluster's row is read again each round: changed bootstrap servers,
@@ -140,12 +141,22 @@ class ClusterCollector:
                 # settings take effect without restarting the platform.
                 changed = await self._changed_cluster(cluster)
                 if changed is not None:
-                    log.info("collector %s: connection settings changed", self.cluster_name)
-                    await client.close()
-                    cluster = changed
-                    admin = AdminApi(cluster, timeout=ADMIN_TIMEOUT_S)
-                    client = kafka_client(cluster)
-                    ops = KafkaOps(client)
+                    if _connection_settings(changed) != unusable:
+                        log.info("collector %s: connection settings changed", self.cluster_name)
+                    # The new client first: settings it cannot be built from (a malformed
+                    # bootstrap address, a broken certificate) keep the old one and are
+                    # tried again next round, instead of ending the collector for good.
+                    try:
+                        new_admin = AdminApi(changed, timeout=ADMIN_TIMEOUT_S)
+                        new_client = kafka_client(changed)
+                    except Exception:
+                        if _connection_settings(changed) != unusable:  # logged once
+                            log.exception("collector %s: settings unusable", self.cluster_name)
+                        unusable = _connection_settings(changed)
+                    else:
+                        await client.close()
+                        cluster, admin, client = changed, new_admin, new_client
+                        ops = KafkaOps(client)
                 try:
                     await self.collect_once(ops, admin, layer)
                 except Exception:  # one bad round must not end the page's updates
