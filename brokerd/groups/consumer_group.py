@@ -109,6 +109,9 @@ class ConsumerGroup:
     persisted: dict[bytes, bytes] = field(default_factory=dict)
     persisted_members: set[str] = field(default_factory=set)
     persisted_epochs: tuple[int, int] = (-1, -1)
+    # The tombstone of the classic group's record (an upgrade) is yet to be written: its
+    # append failed, so the next write carries it.
+    classic_tombstone_pending: bool = False
 
     @property
     def state(self) -> ConsumerGroupState:

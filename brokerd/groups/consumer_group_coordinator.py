@@ -139,10 +139,34 @@ class ConsumerGroups:
         cg = group.consumer
         if cg is None or not self.manager.is_current(group):
             return None
+        members_before = set(cg.persisted_members)
         records = consumer_group_records.records_to_store(cg, self.manager.topic_id_of, touched)
         if not records:
             return None
-        return self.manager.append_now(group.group_id, records)
+        return self._append(group, cg, records, members_before)
+
+    def _append(
+        self,
+        group: Group,
+        cg: ConsumerGroup,
+        records: list[tuple[bytes, bytes | None]],
+        members_before: set[str],
+    ) -> asyncio.Future[int]:
+        """Append the group's records, marked written by records_to_store: should the
+        append fail, the group's next write is a full one (nothing lost is left unwritten
+        behind later writes of differences)."""
+        written = self.manager.append_now(group.group_id, records)
+
+        def on_done(future: asyncio.Future[int]) -> None:
+            if future.cancelled() or future.result() != E.none:
+                if group.consumer is cg:
+                    consumer_group_records.write_failed(cg, members_before, records)
+
+        if written.done():  # refused at once: the next write (maybe soon) is a full one
+            on_done(written)
+        else:
+            written.add_done_callback(on_done)
+        return written
 
     def on_loaded(self, group: Group) -> None:
         """A consumer group read from `__consumer_offsets`: its members' timers start again
@@ -291,7 +315,7 @@ class ConsumerGroups:
             (offsets_topic.group_key(group.group_id), None)
         ]
         records += consumer_group_records.records_to_store(cg, self.manager.topic_id_of)
-        self.manager.append_now(group.group_id, records)
+        self._append(group, cg, records, set())
         log.info(
             "classic group %s upgraded to a consumer group at epoch %d (%d members)",
             group.group_id,
@@ -357,7 +381,20 @@ class ConsumerGroups:
                 offsets_topic.group_value(group.to_record()),
             )
         )
-        self.manager.append_now(group.group_id, records)
+        written = self.manager.append_now(group.group_id, records)
+        tombstones = records[:-1]
+
+        def on_done(future: asyncio.Future[int]) -> None:
+            # Failed: the consumer group's tombstones go with the classic group's next
+            # record (its rebalance writes it), unless it became a consumer group again.
+            if future.cancelled() or future.result() != E.none:
+                if group.consumer is None:
+                    group.unwritten_tombstones = tombstones + group.unwritten_tombstones
+
+        if written.done():
+            on_done(written)
+        else:
+            written.add_done_callback(on_done)
         log.info(
             "consumer group %s downgraded to a classic group at generation %d (%d members)",
             group.group_id,

@@ -117,6 +117,9 @@ def records_to_store(
     out: list[Record] = []
     persisted = cg.persisted
     group = cg.group_id
+    if cg.classic_tombstone_pending:
+        out.append((ot.group_key(group), None))
+        cg.classic_tombstone_pending = False
     for member_id in sorted(cg.persisted_members - cg.members.keys()):
         out += _member_tombstones(group, member_id)
     epochs = (cg.group_epoch, cg.assignment_epoch)
@@ -166,6 +169,18 @@ def records_to_store(
     cg.persisted_members = set(cg.members)
     cg.persisted_epochs = epochs
     return out
+
+
+def write_failed(cg: ConsumerGroup, members_before: set[str], records: list[Record]) -> None:
+    """An append of `records` (computed when `members_before` were the members marked
+    written) failed: what the log holds of the group is unknown, so its next write is a
+    full one (every member's records, and tombstones for every member that may be in the
+    log), carrying the classic record's tombstone again if that batch had it."""
+    cg.persisted.clear()
+    cg.persisted_epochs = (-1, -1)
+    cg.persisted_members |= members_before
+    if (ot.group_key(cg.group_id), None) in records:
+        cg.classic_tombstone_pending = True
 
 
 def group_tombstones(cg: ConsumerGroup) -> list[Record]:

@@ -132,6 +132,9 @@ class Group:
     # Set while the group is a consumer group of the new protocol (KIP-848): its members,
     # epochs and assignment. The classic part then stays Empty and holds the offsets.
     consumer: ConsumerGroup | None = None
+    # Tombstones of a consumer group's records whose append failed as it became this
+    # classic group (a downgrade): written with the group's next record.
+    unwritten_tombstones: list[tuple[bytes, bytes | None]] = field(default_factory=list)
 
     # State ----------------------------------------------------------------------------
     def is_in(self, *states: GroupState) -> bool:

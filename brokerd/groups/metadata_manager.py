@@ -412,11 +412,13 @@ class GroupMetadataManager:
         if assignments is not None:
             for member in value.members:
                 member.assignment = assignments.get(member.member_id, b"")
-        return await self._append(
-            group.group_id,
-            [(offsets_topic.group_key(group.group_id), offsets_topic.group_value(value))],
-            group_write=True,
-        )
+        tombstones = group.unwritten_tombstones
+        records: list[tuple[bytes, bytes | None]] = [*tombstones]
+        records.append((offsets_topic.group_key(group.group_id), offsets_topic.group_value(value)))
+        error = await self._append(group.group_id, records, group_write=True)
+        if error == E.none and tombstones and group.unwritten_tombstones is tombstones:
+            group.unwritten_tombstones = []
+        return error
 
     async def store_offsets(
         self, group: Group, retention_ms: int, offsets: Mapping[TopicPartition, OffsetCommit]

@@ -32,6 +32,7 @@ class LocalReplicas:
         self.topic = topic
         self.leaders: dict[tuple[str, int], LedPartition] = {}
         self.replication_error = ErrorCode.none  # what acks=all waits end with
+        self.append_error = ErrorCode.none  # appends refused with it (nothing written)
         self.appends = 0
 
     def lead(self, partition: int, epoch: int = 0) -> LedPartition:
@@ -57,6 +58,8 @@ class LocalReplicas:
     def append(self, partition: LedPartition, records: bytes, acks: int):
         assert acks == -1  # coordinator writes wait for the ISR
         self.appends += 1
+        if self.append_error:
+            raise KafkaError(self.append_error)
         return partition.log.append_as_leader(records, leader_epoch=partition.leader_epoch)
 
     async def wait_for_replication(self, partition, required_offset: int, timeout: float) -> int:

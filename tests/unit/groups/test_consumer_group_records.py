@@ -384,6 +384,62 @@ async def test_a_live_classic_group_is_upgraded_by_a_consumer_protocol_member(ma
     await first.shutdown()
 
 
+@pytest.mark.parametrize("failing", ["append_error", "replication_error"])
+async def test_records_whose_append_failed_are_written_by_the_next_heartbeat(
+    make,  # noqa: F811
+    replicas,  # noqa: F811
+    failing,
+):
+    """An append refused, or not replicated (NOT_ENOUGH_REPLICAS here), may leave the
+    group's records unwritten: the next heartbeat writes them all, not only what changed
+    since (which is nothing), so a new coordinator finds the member."""
+    first = await make(metadata=metadata())
+    setattr(replicas, failing, E.not_enough_replicas)
+    a = join(first, "a")
+    assert a.error == E.none and a.written is not None
+    assert await a.written == E.coordinator_not_available  # as Kafka maps it
+    if failing == "append_error":
+        assert consumer_records(replicas) == []
+    setattr(replicas, failing, E.none)
+    member = first.manager.get_group("g").consumer.members["a"]
+    again = beat(first, "a", member.member_epoch, dict(member.assigned))
+    assert again.error == E.none and again.written is not None
+    assert await again.written == E.none
+    kinds = {type(k).__name__ for k, _ in consumer_records(replicas)}
+    assert kinds == {"ConsumerGroupKey", "ConsumerMemberKey"}
+    await first.shutdown()
+    second = await make(metadata=metadata())
+    group = second.manager.get_group("g")
+    assert group is not None and group.consumer is not None
+    loaded = group.consumer.members["a"]
+    assert (loaded.member_epoch, loaded.assigned) == (member.member_epoch, member.assigned)
+    await second.shutdown()
+
+
+async def test_an_upgrade_whose_append_failed_is_written_by_the_next_heartbeat(make, replicas):  # noqa: F811
+    """The upgrade's one append (the classic record's tombstone and the consumer group's
+    records) refused: the next heartbeat writes the tombstone and every record."""
+    from .test_coordinator import stable_member
+
+    first = await make(metadata=metadata())
+    classic_id, _ = await stable_member(first)
+    replicas.append_error = E.not_enough_replicas
+    new = join(first, "new")
+    assert new.error == E.none and await new.written == E.coordinator_not_available
+    replicas.append_error = E.none
+    member = first.manager.get_group("g").consumer.members["new"]
+    again = beat(first, "new", member.member_epoch, dict(member.assigned))
+    assert again.written is not None and await again.written == E.none
+    values = {k: v for k, v, _ in read_partition(replicas.leader(ot.TOPIC, 0).log)}
+    assert values[ot.GroupKey("g")] is None
+    await first.shutdown()
+    second = await make(metadata=metadata())
+    group = second.manager.get_group("g")
+    assert group is not None and group.consumer is not None
+    assert set(group.consumer.members) == {classic_id, "new"}
+    await second.shutdown()
+
+
 async def test_an_empty_consumer_group_that_expires_leaves_no_records(make, replicas):  # noqa: F811
     first = await make(metadata=metadata())
     join(first, "x", group="e")
@@ -440,3 +496,46 @@ async def test_the_last_consumer_protocol_member_leaving_downgrades_the_group(
     assert values[ot.ConsumerGroupKey(3, "g")] is None
     assert isinstance(values[ot.GroupKey("g")], ot.GroupValue)
     await coordinator.shutdown()
+
+
+async def test_a_downgrade_whose_append_failed_has_its_tombstones_written_after(
+    make,  # noqa: F811
+    replicas,  # noqa: F811
+):
+    """The downgrade's one append (the consumer group's tombstones and the classic record)
+    refused: the tombstones go with the classic group's next record, so a new coordinator
+    does not find the consumer group again."""
+    from .test_coordinator import PROTOCOLS
+
+    coordinator = await make(metadata=metadata(), group_consumer_migration_policy="bidirectional")
+    join(coordinator, "a")
+    settle(coordinator, "a")
+    joined = await coordinator.join_group(
+        "g", "", None, "old", "/127.0.0.1", 10_000, 1000, "consumer", PROTOCOLS, False, False
+    )
+    c = joined.member_id
+    settle(coordinator, "a")
+    group = coordinator.manager.get_group("g")
+    assert beat(coordinator, "a", group.consumer.members["a"].member_epoch).error == E.none
+    replicas.append_error = E.not_enough_replicas
+    assert beat(coordinator, "a", -1).error == E.none
+    replicas.append_error = E.none
+    assert group.consumer is None and set(group.members) == {c}
+    rejoined = await coordinator.join_group(
+        "g", c, None, "old", "/127.0.0.1", 10_000, 1000, "consumer", PROTOCOLS, False, False
+    )
+    assert rejoined.error == E.none and rejoined.leader_id == c
+    synced = await coordinator.sync_group(
+        "g", rejoined.generation_id, c, None, "consumer", "range", {c: b""}
+    )
+    assert synced[0] == E.none  # the classic record written, the tombstones before it
+    values = {k: v for k, v, _ in read_partition(replicas.leader(ot.TOPIC, 0).log)}
+    assert isinstance(values[ot.GroupKey("g")], ot.GroupValue)
+    assert values[ot.ConsumerGroupKey(3, "g")] is None
+    assert values[ot.ConsumerMemberKey(5, "g", "a")] is None
+    assert group.unwritten_tombstones == []
+    await coordinator.shutdown()
+    second = await make(metadata=metadata())
+    loaded = second.manager.get_group("g")
+    assert loaded is not None and loaded.consumer is None and set(loaded.members) == {c}
+    await second.shutdown()
