@@ -1,6 +1,8 @@
 // Lists kept current (topics, consumer groups): the page asks the server for its own rows
-// again (the same search, order and page: ?rows=1) every data-refresh-s seconds while it is
-// visible, and swaps the table's body; the header's pill says live, or why not.
+// again (the same search, order and page: ?rows=1) data-refresh-s seconds after the previous
+// answer (never two requests at once, however slow the server), only while the tab is
+// visible (a hidden tab asks again as soon as it is shown), and swaps the table's body; the
+// header's pill says live, or why not.
 (function () {
   const table = document.querySelector("table[data-refresh-s]");
   const status = document.getElementById("live-status");
@@ -11,11 +13,16 @@
   };
   const url = new URL(location.href);
   url.searchParams.set("rows", "1");
+  // A request hung on a dead connection must not stop the refreshes for good.
+  const patience = Math.max(every * 6, 30000);
   let failures = 0;
   async function refresh() {
-    if (document.hidden) return;
     try {
-      const response = await fetch(url, { headers: { "X-Requested-With": "fetch" }, credentials: "same-origin" });
+      const response = await fetch(url, {
+        headers: { "X-Requested-With": "fetch" },
+        credentials: "same-origin",
+        signal: AbortSignal.timeout(patience),
+      });
       if (response.status === 403) { setStatus("denied", "not allowed"); return; }
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       const body = table.querySelector("tbody");
@@ -29,7 +36,22 @@
       setStatus("offline", "reconnecting", String(error));
     }
   }
+  let timer = null;
+  let inFlight = false;
+  async function tick() {
+    timer = null;
+    if (document.visibilityState === "hidden") return; // resumed by visibilitychange
+    inFlight = true;
+    try {
+      await refresh();
+    } finally {
+      inFlight = false;
+      timer = setTimeout(tick, every); // the next one only after this one finished
+    }
+  }
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible" && !inFlight && timer === null) tick();
+  });
   setStatus("connecting", "connecting");
-  refresh();
-  setInterval(refresh, every);
+  tick();
 })();
