@@ -283,17 +283,58 @@ class Cluster:
                 FIND_COORDINATOR,
                 {"key": group_id, "key_type": GROUP_KEY_TYPE, "coordinator_keys": [group_id]},
             )
-            code = int(response.error_code)
+            code, message, node_id = coordinator_answer(response, group_id)
             if code in COORDINATOR_ERRORS and attempt < self.retries:
                 await asyncio.sleep(self.retry_backoff * (attempt + 1))
                 continue
-            check(code, getattr(response, "error_message", None), f"group {group_id}")
-            node_id = int(response.node_id)
+            check(code, message, f"group {group_id}")
             if node_id not in self.metadata.brokers:
                 await self.refresh_metadata()
             self._coordinators[group_id] = node_id
             return node_id
         raise AssertionError("unreachable")
+
+    async def coordinators_for(self, group_ids: Iterable[str]) -> dict[str, int | Exception]:
+        """Each group's coordinator (or the error finding it): the unknown ones in one
+        FindCoordinator request (v4+ batches keys, as Kafka's admin client sends them), else,
+        from an older broker, one request per group in parallel."""
+        ids = sorted(set(group_ids))
+        wanted = [g for g in ids if g not in self._coordinators]
+        if wanted and (await self.any_connection()).version_for(FIND_COORDINATOR) >= 4:
+            for attempt in range(self.retries + 1):
+                response = await self.call_any(
+                    FIND_COORDINATOR, {"key_type": GROUP_KEY_TYPE, "coordinator_keys": wanted}
+                )
+                retry = []
+                for found in response.coordinators:
+                    code = int(found.error_code)
+                    if not code and found.key in wanted:
+                        self._coordinators[found.key] = int(found.node_id)
+                    elif code in COORDINATOR_ERRORS:
+                        retry.append(found.key)
+                if not retry or attempt == self.retries:
+                    break
+                wanted = retry
+                await asyncio.sleep(self.retry_backoff * (attempt + 1))
+            if any(self._coordinators.get(g, -1) not in self.metadata.brokers for g in ids):
+                await self.refresh_metadata()
+        # Left (an older broker, an error): one by one, each error as that group's result.
+        left = [g for g in ids if g not in self._coordinators]
+        found_each = await asyncio.gather(
+            *(self.coordinator_for(g) for g in left), return_exceptions=True
+        )
+        results: dict[str, int | Exception] = {
+            g: self._coordinators[g] for g in ids if g not in left
+        }
+        for group_id, answer in zip(left, found_each, strict=True):
+            if isinstance(answer, BaseException) and not isinstance(answer, KafkaClientError):
+                raise answer
+            results[group_id] = answer
+        return results
+
+    def forget_coordinator(self, group_id: str) -> None:
+        """Look the group's coordinator up again next time (it answered NOT_COORDINATOR)."""
+        self._coordinators.pop(group_id, None)
 
     async def call_coordinator(
         self,
@@ -314,6 +355,22 @@ class Cluster:
         if response is None:
             raise KafkaConnectionError(f"coordinator of group {group_id} unreachable")
         return response
+
+
+def coordinator_answer(response: Any, key: str) -> tuple[int, str | None, int]:
+    """(error code, message, node id) of a FindCoordinator response for `key`: v4+ answers
+    per key in `coordinators`, older versions at the top level."""
+    coordinators = getattr(response, "coordinators", None)
+    if coordinators is None:
+        return (
+            int(response.error_code),
+            getattr(response, "error_message", None),
+            int(response.node_id),
+        )
+    for found in coordinators:
+        if found.key == key:
+            return int(found.error_code), found.error_message, int(found.node_id)
+    return int(ErrorCode.coordinator_not_available), f"no answer for {key}", -1
 
 
 def _needs_routing_retry(result: Any) -> bool:

@@ -15,7 +15,15 @@ from kio.serial import entity_reader
 
 from brokerd.protocol import bounds
 
-from .errors import ErrorCode, KafkaClientError, KafkaResponseError, check, error_code
+from .errors import (
+    COORDINATOR_ERRORS,
+    ErrorCode,
+    KafkaClientError,
+    KafkaConnectionError,
+    KafkaResponseError,
+    check,
+    error_code,
+)
 from .requests import Nested
 from .results import (
     CommittedOffset,
@@ -87,46 +95,72 @@ class GroupAdmin:
         return [listed[g] for g in sorted(listed)]
 
     async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        """One DescribeGroups per coordinator for all of its groups (as Kafka's admin client
+        batches them); a group whose coordinator moved is asked again on its own."""
+        ids = list(dict.fromkeys(group_ids))
         results: dict[str, Any] = {}
-        for group_id in group_ids:
+        by_node: dict[int, list[str]] = {}
+        for group_id, node in (await self.cluster.coordinators_for(ids)).items():
+            if isinstance(node, Exception):
+                results[group_id] = node
+            else:
+                by_node.setdefault(node, []).append(group_id)
+
+        async def ask(node: int, groups: list[str]) -> list[tuple[str, Any]]:
+            values = {"groups": groups, "include_authorized_operations": False}
+            try:
+                response = await self.cluster.call(node, DESCRIBE_GROUPS, values)
+            except KafkaConnectionError:
+                return [(g, None) for g in groups]  # asked again on their own
+            return [(g.group_id, g) for g in response.groups]
+
+        answers = await asyncio.gather(*(ask(n, gs) for n, gs in by_node.items()))
+        alone = []
+        for group_id, group in (pair for answer in answers for pair in answer):
+            if group is None or error_code(group.error_code) in COORDINATOR_ERRORS:
+                self.cluster.forget_coordinator(group_id)
+                alone.append(group_id)
+            else:
+                results[group_id] = await self._described(group_id, group)
+        for group_id in alone:
             response = await self.cluster.call_coordinator(
                 group_id,
                 DESCRIBE_GROUPS,
                 {"groups": [group_id], "include_authorized_operations": False},
                 lambda r: error_code(r.groups[0].error_code),
             )
-            group = response.groups[0]
-            if group.error_code == ErrorCode.group_id_not_found or (
-                not group.error_code and group.group_state == "Dead"
-            ):
-                # Not a classic group: maybe a consumer group of the new protocol (KIP-848),
-                # which Kafka describes with ConsumerGroupDescribe only.
-                described = await self._describe_consumer_group(group_id)
-                if described is not None:
-                    results[group_id] = described
-                    continue
-            if group.error_code:
-                results[group_id] = KafkaResponseError(group.error_code, None, group_id)
-                continue
-            consumer = group.protocol_type == "consumer"
-            results[group_id] = GroupDescription(
-                group.group_id,
-                group.group_state,
-                group.protocol_type,
-                group.protocol_data,
-                tuple(
-                    MemberDescription(
-                        m.member_id,
-                        getattr(m, "group_instance_id", None),
-                        m.client_id,
-                        m.client_host,
-                        decode_assignment(m.member_assignment) if consumer else (),
-                    )
-                    for m in group.members
-                ),
-                await self.cluster.coordinator_for(group_id),
-            )
-        return raise_for_errors(results)
+            results[group_id] = await self._described(group_id, response.groups[0])
+        return raise_for_errors({g: results[g] for g in ids if g in results})
+
+    async def _described(self, group_id: str, group: Any) -> GroupDescription | Exception:
+        if group.error_code == ErrorCode.group_id_not_found or (
+            not group.error_code and group.group_state == "Dead"
+        ):
+            # Not a classic group: maybe a consumer group of the new protocol (KIP-848),
+            # which Kafka describes with ConsumerGroupDescribe only.
+            described = await self._describe_consumer_group(group_id)
+            if described is not None:
+                return described
+        if group.error_code:
+            return KafkaResponseError(group.error_code, None, group_id)
+        consumer = group.protocol_type == "consumer"
+        return GroupDescription(
+            group.group_id,
+            group.group_state,
+            group.protocol_type,
+            group.protocol_data,
+            tuple(
+                MemberDescription(
+                    m.member_id,
+                    getattr(m, "group_instance_id", None),
+                    m.client_id,
+                    m.client_host,
+                    decode_assignment(m.member_assignment) if consumer else (),
+                )
+                for m in group.members
+            ),
+            await self.cluster.coordinator_for(group_id),
+        )
 
     async def _describe_consumer_group(self, group_id: str) -> GroupDescription | None:
         """A KIP-848 group through ConsumerGroupDescribe (69); None when it is none (or the
@@ -170,11 +204,22 @@ class GroupAdmin:
         self, group_id: str, partitions: Iterable[TopicPartition] | None = None
     ) -> dict[TopicPartition, CommittedOffset]:
         """Committed offsets of the group (all of them, or of `partitions`)."""
+        grouped = None if partitions is None else _by_topic(partitions)
+        if await self._offset_fetch_version() >= 8:
+            response = await self.cluster.call_coordinator(
+                group_id,
+                OFFSET_FETCH,
+                _offset_fetch_groups([group_id], grouped),
+                lambda r: error_code(r.groups[0].error_code),
+            )
+            group = response.groups[0]
+            check(group.error_code, None, f"OffsetFetch for {group_id}")
+            return raise_for_errors(_committed(group.topics))
         topics = None
-        if partitions is not None:
+        if grouped is not None:
             topics = [
                 Nested("OffsetFetchRequestTopic", name=t, partition_indexes=ps)
-                for t, ps in _by_topic(partitions).items()
+                for t, ps in grouped.items()
             ]
         response = await self.cluster.call_coordinator(
             group_id,
@@ -183,19 +228,58 @@ class GroupAdmin:
             lambda r: error_code(getattr(r, "error_code", 0)),
         )
         check(getattr(response, "error_code", 0), None, f"OffsetFetch for {group_id}")
-        results: dict[TopicPartition, Any] = {}
-        for topic in response.topics:
-            for p in topic.partitions:
-                tp = (topic.name, int(p.partition_index))
-                if p.error_code:
-                    results[tp] = KafkaResponseError(p.error_code, None, f"{tp[0]}-{tp[1]}")
-                    continue
-                results[tp] = CommittedOffset(
-                    int(p.committed_offset),
-                    int(getattr(p, "committed_leader_epoch", -1)),
-                    p.metadata,
-                )
-        return raise_for_errors(results)
+        return raise_for_errors(_committed(response.topics))
+
+    async def _offset_fetch_version(self) -> int:
+        return (await self.cluster.any_connection()).version_for(OFFSET_FETCH)
+
+    async def groups_committed_offsets(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, dict[TopicPartition, CommittedOffset] | Exception]:
+        """Every committed offset of each group, or the error reading them: one OffsetFetch
+        per coordinator for all of its groups (v8+ batches groups, as Kafka's admin client
+        sends them), else, from an older broker, one request per group in parallel."""
+        ids = list(dict.fromkeys(group_ids))
+        results: dict[str, Any] = {}
+        alone: list[str] = []
+        if await self._offset_fetch_version() >= 8:
+            by_node: dict[int, list[str]] = {}
+            for group_id, node in (await self.cluster.coordinators_for(ids)).items():
+                if isinstance(node, Exception):
+                    results[group_id] = node
+                else:
+                    by_node.setdefault(node, []).append(group_id)
+
+            async def ask(node: int, groups: list[str]) -> list[tuple[str, Any]]:
+                try:
+                    response = await self.cluster.call(
+                        node, OFFSET_FETCH, _offset_fetch_groups(groups, None)
+                    )
+                except KafkaConnectionError:
+                    return [(g, None) for g in groups]  # asked again on their own
+                return [(g.group_id, g) for g in response.groups]
+
+            answers = await asyncio.gather(*(ask(n, gs) for n, gs in by_node.items()))
+            for group_id, group in (pair for answer in answers for pair in answer):
+                if group is None or error_code(group.error_code) in COORDINATOR_ERRORS:
+                    self.cluster.forget_coordinator(group_id)
+                    alone.append(group_id)
+                elif group.error_code:
+                    results[group_id] = KafkaResponseError(group.error_code, None, group_id)
+                else:
+                    results[group_id] = _committed(group.topics)
+        else:
+            alone = ids
+
+        async def one(group_id: str) -> Any:
+            try:
+                return await self.list_consumer_group_offsets(group_id)
+            except KafkaClientError as exc:
+                return exc
+
+        for group_id, answer in zip(alone, await asyncio.gather(*map(one, alone)), strict=True):
+            results[group_id] = answer
+        return {g: results[g] for g in ids if g in results}
 
     async def commit_offsets(
         self,
@@ -288,6 +372,45 @@ class GroupAdmin:
             lag = hw - commit.offset if commit.offset >= 0 else None
             lags[tp] = PartitionLag(commit.offset, hw, lag)
         return lags
+
+
+def _offset_fetch_groups(group_ids: list[str], grouped: dict[str, list[int]] | None) -> dict:
+    """An OffsetFetch v8+ request for `group_ids` (their `grouped` partitions, or all)."""
+    topics = None
+    if grouped is not None:
+        topics = [
+            Nested("OffsetFetchRequestTopics", name=t, partition_indexes=ps)
+            for t, ps in grouped.items()
+        ]
+    return {
+        "groups": [
+            Nested(
+                "OffsetFetchRequestGroup",
+                group_id=g,
+                member_id=None,
+                member_epoch=-1,
+                topics=topics,
+            )
+            for g in group_ids
+        ],
+        "require_stable": False,
+    }
+
+
+def _committed(topics: Any) -> dict[TopicPartition, Any]:
+    results: dict[TopicPartition, Any] = {}
+    for topic in topics:
+        for p in topic.partitions:
+            tp = (topic.name, int(p.partition_index))
+            if p.error_code:
+                results[tp] = KafkaResponseError(p.error_code, None, f"{tp[0]}-{tp[1]}")
+                continue
+            results[tp] = CommittedOffset(
+                int(p.committed_offset),
+                int(getattr(p, "committed_leader_epoch", -1)),
+                p.metadata,
+            )
+    return results
 
 
 def _partition_errors(topics: Any) -> dict[TopicPartition, Any]:

@@ -23,8 +23,8 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     2: VersionRange(1, 7),  # ListOffsets
     3: VersionRange(1, 12),  # Metadata (v1: null means every topic)
     8: VersionRange(2, 8),  # OffsetCommit
-    9: VersionRange(1, 7),  # OffsetFetch (v8+ batches groups)
-    10: VersionRange(1, 3),  # FindCoordinator (v4+ batches keys)
+    9: VersionRange(1, 8),  # OffsetFetch (v8+ batches groups)
+    10: VersionRange(1, 4),  # FindCoordinator (v4+ batches keys)
     15: VersionRange(0, 5),  # DescribeGroups
     16: VersionRange(0, 5),  # ListGroups (v5: group types, KIP-848)
     18: VersionRange(0, 4),  # ApiVersions

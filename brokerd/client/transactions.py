@@ -22,6 +22,7 @@ from kio.serial import entity_reader
 from brokerd.protocol import bounds
 
 from . import txn_schema
+from .cluster import coordinator_answer
 from .errors import (
     ErrorCode,
     KafkaConnectionError,
@@ -120,14 +121,17 @@ class TransactionAdmin:
         for attempt in range(self.cluster.retries + 1):
             response = await self.cluster.call_any(
                 FIND_COORDINATOR,
-                {"key": transactional_id, "key_type": TRANSACTION_KEY_TYPE},
+                {
+                    "key": transactional_id,
+                    "key_type": TRANSACTION_KEY_TYPE,
+                    "coordinator_keys": [transactional_id],  # v4+
+                },
             )
-            code = int(response.error_code)
+            code, message, node_id = coordinator_answer(response, transactional_id)
             if code in _COORDINATOR_ERRORS and attempt < self.cluster.retries:
                 await asyncio.sleep(self.cluster.retry_backoff * (attempt + 1))
                 continue
-            check(code, getattr(response, "error_message", None), f"transaction {transactional_id}")
-            node_id = int(response.node_id)
+            check(code, message, f"transaction {transactional_id}")
             if node_id not in self.cluster.metadata.brokers:
                 await self.cluster.refresh_metadata()
             return node_id

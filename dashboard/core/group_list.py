@@ -2,14 +2,14 @@
 beyond the page shown, with each group's type, state, members, topics and total lag.
 
 Sorted by id (the default), a page costs what it shows: ListGroups (one request per
-broker), then per group shown a DescribeGroups and an OffsetFetch, and one ListOffsets
-for the page's partitions. Sorted by anything else, every matching group has to be known
+broker), then for the groups shown one FindCoordinator, one DescribeGroups and one
+OffsetFetch per coordinator (batched, not per group), and one ListOffsets for the page's
+partitions. Sorted by anything else, every matching group has to be known
 to order them: up to SORT_CAP groups are described (the page says so when more matched).
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,19 +106,25 @@ def sort_rows(found: list[dict], sort: str, descending: bool) -> list[dict]:
 async def rows(admin: AdminClient, listings) -> list[dict[str, Any]]:
     """Each listed group's summary with the topics it owns or committed and its total lag
     (high watermark minus committed offset, summed; None with no committed offset)."""
-
-    async def one(listing):
-        try:
-            description = (await admin.describe_groups([listing.group_id]))[listing.group_id]
-        except (AdminError, KafkaResponseError):
-            description = None
-        try:
-            committed = await admin.list_consumer_group_offsets(listing.group_id)
-        except (AdminError, KafkaResponseError):
+    ids = [g.group_id for g in listings]
+    # Batched: one DescribeGroups and one OffsetFetch per coordinator, not per group.
+    try:
+        descriptions: dict[str, Any] = await admin.describe_groups(ids) if ids else {}
+    except AdminError as exc:  # some groups failed: the others are described
+        descriptions = exc.results
+    except KafkaResponseError:
+        descriptions = {}
+    try:
+        offsets = await admin.groups_committed_offsets(ids) if ids else {}
+    except KafkaResponseError:
+        offsets = {}
+    found = []
+    for listing in listings:
+        committed = offsets.get(listing.group_id, {})
+        if isinstance(committed, Exception):
             committed = {}
-        return listing, description, committed
-
-    found = await asyncio.gather(*(one(g) for g in listings))
+        committed = {tp: c for tp, c in committed.items() if not isinstance(c, Exception)}
+        found.append((listing, descriptions.get(listing.group_id), committed))
     partitions = {tp for _, _, committed in found for tp in committed}
     ends = await latest_offsets(admin, sorted(partitions))
     out = []

@@ -61,3 +61,37 @@ def test_groups_are_searched_and_sorted_by_lag_on_the_server(
     assert only == [f"{prefix}-c"] and "1 group matching" in html
     none, html = listed(client, f"q=nothing-{topic_name}")
     assert none == [] and "no consumer groups matching" in html
+
+
+def test_sorting_many_groups_batches_the_requests(group_cluster, group_broker, topic_name):
+    """Sorted by lag, every matching group is described and its offsets read: one
+    DescribeGroups and one OffsetFetch for all of them (one coordinator here), counted by
+    the broker (its /metrics), not one of each per group."""
+    from tests.integration.test_admin_api import admin_for, metric_samples
+
+    create_topic(group_broker.bootstrap, topic_name, 1)
+    produce(group_broker.bootstrap, topic_name, 3)
+    prefix = f"many-{topic_name}"
+    groups = [f"{prefix}-{i:02d}" for i in range(12)]
+    for i, group in enumerate(groups):
+        commit(group_broker, group, {(topic_name, 0): i % 4})
+    admin = admin_for(group_broker)
+
+    def served() -> dict[str, float]:
+        counts: dict[str, float] = {}
+        for (name, labels), value in metric_samples(admin.get("/metrics", token=None)[1]).items():
+            if name == "brokerd_requests_total":
+                api = dict(labels)["api"]
+                counts[api] = counts.get(api, 0) + value
+        return counts
+
+    client = Client()
+    client.force_login(make_user("batch", "viewer"))
+    before = served()
+    shown, html = listed(client, f"q={prefix}&sort=lag&dir=desc&size=5")
+    after = served()
+    work = {api: n - before.get(api, 0) for api, n in after.items() if n > before.get(api, 0)}
+    assert "12 groups matching" in html and len(shown) == 5
+    assert shown[0].endswith(("-00", "-04", "-08"))  # lag 3: committed at 0
+    assert work.get("describe_groups") == 1 and work.get("offset_fetch") == 1, work
+    assert work.get("find_coordinator", 0) <= 1, work
