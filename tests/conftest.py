@@ -16,6 +16,7 @@ import itertools  # noqa: E402
 import uuid  # noqa: E402
 
 from tests.harness import BrokerProcess, ZooKeeper  # noqa: E402
+from tests.tls_certs import make_pki  # noqa: E402
 
 _chroots = itertools.count(1)
 
@@ -64,6 +65,12 @@ def make_broker(zookeeper, tmp_path_factory):
     yield make
     for process in made:
         process.kill()
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A throwaway CA with broker and client certificates (tests/tls_certs), per module."""
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture

@@ -41,11 +41,10 @@ from kio.static.primitive import i16, i32
 from brokerd.client.connection import BrokerConnection, ClientSecurity
 from brokerd.protocol.errors import ErrorCode
 from brokerd.protocol.messages import request_module
-from tests.compat.java_client import start_java_client
 from tests.conftest import new_broker
 from tests.harness import ROOT
 from tests.sasl_support import PLAIN_MODULE, plain_jaas
-from tests.tls_certs import make_pki, ssl_props
+from tests.tls_certs import ssl_props
 
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 USERS = {
@@ -66,18 +65,6 @@ def brokerd(*args: str) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory):
-    client = start_java_client(tmp_path_factory.mktemp("java"))
-    yield client
-    client.close()
 
 
 @pytest.fixture(scope="module")

@@ -32,11 +32,10 @@ from confluent_kafka.admin import NewTopic as CkNewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic as KpNewTopic
 
-from tests.compat.java_client import start_java_client
 from tests.conftest import new_broker
 from tests.harness import ROOT, free_port
 from tests.sasl_support import INVALID, PLAIN_MODULE, plain_jaas
-from tests.tls_certs import make_pki, ssl_props
+from tests.tls_certs import ssl_props
 
 USER, PASSWORD = "alice", "alice-secret"
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -69,18 +68,6 @@ def cases() -> list:
     return [
         pytest.param(client, case, id=f"{client}-{case.id}") for client in CLIENTS for case in runs
     ]
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory):
-    client = start_java_client(tmp_path_factory.mktemp("java"))
-    yield client
-    client.close()
 
 
 @pytest.fixture(scope="module")

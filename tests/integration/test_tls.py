@@ -21,14 +21,9 @@ from brokerd.security.principal import PrincipalMapper, PrincipalMappingError
 from brokerd.security.tls import TlsConfigError, openssl_cipher_name, server_context
 from tests.conftest import new_broker
 from tests.integration.wire import WireClient, request
-from tests.tls_certs import make_pki, ssl_props
+from tests.tls_certs import ssl_props
 
 API_VERSIONS = request(18, 3, client_software_name="t", client_software_version="1")
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")

@@ -13,16 +13,11 @@ from dashboard.core.client_properties import ClientPropertiesError, read_client_
 from dashboard.core.models import Cluster
 from tests.conftest import new_broker
 from tests.sasl_support import PLAIN_MODULE, sasl_listener_props
-from tests.tls_certs import make_pki, ssl_props
+from tests.tls_certs import ssl_props
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PASSWORD = "alice-secret"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 from tests.conftest import new_broker
 from tests.harness import ROOT
 from tests.sasl_support import plain_jaas
-from tests.tls_certs import make_pki, ssl_props
+from tests.tls_certs import ssl_props
 
 from .conftest import ARTIFACTS, _manage, broker_admin_token_ref, running_dashboard
 from .test_browser import LIVE_EXPECT_TIMEOUT_MS, chromium_context, log_in, submit_and_reload
@@ -28,11 +28,6 @@ from .test_browser import LIVE_EXPECT_TIMEOUT_MS, chromium_context, log_in, subm
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 ADMIN_PASSWORD = "admin-secret"
 ALICE_PASSWORD = "alice-browser-pw"
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")
