@@ -86,6 +86,22 @@ def _run_serve(args: argparse.Namespace) -> int:
 SHUTDOWN_STACK_DUMP_S = 20
 
 
+def _print_tasks() -> None:
+    """Every asyncio task's stack to stderr (the log): where each coroutine waits."""
+    tasks = asyncio.all_tasks()
+    print(f"--- {len(tasks)} asyncio tasks ---", file=sys.stderr, flush=True)
+    for task in tasks:
+        task.print_stack(limit=12, file=sys.stderr)
+    sys.stderr.flush()
+
+
+def install_stack_dumps(loop: asyncio.AbstractEventLoop) -> None:
+    """As a JVM's thread dump: SIGUSR1 writes every thread's stack (even with the event loop
+    stuck, from C), SIGUSR2 every asyncio task's stack, both to stderr (the broker's log)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    loop.add_signal_handler(signal.SIGUSR2, _print_tasks)
+
+
 async def _serve(config) -> int:
     from brokerd.server.broker import Broker
 
@@ -94,6 +110,7 @@ async def _serve(config) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    install_stack_dumps(loop)
     try:
         await broker.start()
     except Exception as exc:

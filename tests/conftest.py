@@ -78,3 +78,18 @@ def topic_name(request) -> str:
     return f"t-{request.node.name[:40].strip('_')}-{uuid.uuid4().hex[:8]}".replace(
         "[", "-"
     ).replace("]", "")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that fails (or fails as expected) while brokers run reports where they were:
+    each running broker's last log lines and its threads' and tasks' stacks."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or call.excinfo is None:
+        return
+    if not (report.failed or hasattr(report, "wasxfail")):
+        return
+    running = [b for b in list(BrokerProcess.running) if b.alive()]
+    if running:
+        report.sections.append(("brokers at the failure", "".join(b.diagnose() for b in running)))

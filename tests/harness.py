@@ -14,7 +14,9 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
+from typing import ClassVar
 
 from brokerd.tools import zookeeper
 
@@ -160,6 +162,9 @@ class BrokerProcess:
         }
         self.process: subprocess.Popen | None = None
 
+    # Brokers started and not yet reaped: a failed test reports their stacks (tests/conftest.py).
+    running: ClassVar[weakref.WeakSet[BrokerProcess]] = weakref.WeakSet()
+
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
@@ -189,6 +194,7 @@ class BrokerProcess:
         self.process = subprocess.Popen(
             command, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
+        BrokerProcess.running.add(self)
         deadline = time.monotonic() + timeout
         while "serving" not in self.output_bytes(already):
             if self.process.poll() is not None:
@@ -217,6 +223,28 @@ class BrokerProcess:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def diagnose(self, log_lines: int = 60, limit: int = 40_000) -> str:
+        """The broker's last log lines, then its threads' and asyncio tasks' stacks (SIGUSR1,
+        SIGUSR2: brokerd's dumps): what a stalled test needs to say where it stalled."""
+        if not self.alive():
+            return f"broker {self.broker_id}: not running\n"
+        path = self.dir / "broker.log"
+        before = path.stat().st_size
+        assert self.process is not None
+        self.process.send_signal(signal.SIGUSR1)  # written at once, from C
+        time.sleep(0.5)
+        self.process.send_signal(signal.SIGUSR2)  # by the event loop, if it still turns
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and "asyncio tasks ---" not in self.output_bytes(before):
+            time.sleep(0.1)
+        time.sleep(0.3)
+        with open(path, "rb") as f:
+            f.seek(max(0, before - 30_000))
+            recent = f.read(min(before, 30_000)).decode(errors="replace")
+            dump = f.read().decode(errors="replace")[:limit]
+        tail = "\n".join(recent.splitlines()[-log_lines:])
+        return f"=== broker {self.broker_id} ({self.dir}) ===\n{tail}\n{dump}\n"
 
 
 def java_available() -> bool:
