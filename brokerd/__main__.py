@@ -86,13 +86,30 @@ def _run_serve(args: argparse.Namespace) -> int:
 SHUTDOWN_STACK_DUMP_S = 20
 
 
+def _awaiting_chain(task: asyncio.Task) -> list[str]:
+    """Where a task waits: each coroutine of its await chain, outermost first (a task's own
+    stack shows only its outermost coroutine)."""
+    lines = []
+    awaited: object = task.get_coro()
+    for _ in range(64):  # bounded: a chain is a few dozen coroutines deep at most
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is None:
+            break
+        lines.append(f"    {frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    if awaited is not None and lines:
+        lines.append(f"    waiting on {awaited!r:.200}")
+    return lines
+
+
 def _print_tasks() -> None:
-    """Every asyncio task's stack to stderr (the log): where each coroutine waits."""
+    """Every asyncio task's await chain to stderr (the log): where each coroutine waits."""
     tasks = asyncio.all_tasks()
-    print(f"--- {len(tasks)} asyncio tasks ---", file=sys.stderr, flush=True)
+    out = [f"--- {len(tasks)} asyncio tasks ---"]
     for task in tasks:
-        task.print_stack(limit=12, file=sys.stderr)
-    sys.stderr.flush()
+        out.append(f"{task.get_name()}:")
+        out.extend(_awaiting_chain(task))
+    print("\n".join(out), file=sys.stderr, flush=True)
 
 
 def install_stack_dumps(loop: asyncio.AbstractEventLoop) -> None:
