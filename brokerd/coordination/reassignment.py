@@ -23,6 +23,7 @@ LeaderAndIsr / StopReplica / UpdateMetadata per broker; never a round trip per p
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ PartitionKey = tuple[str, int]
 Outcome = tuple[ErrorCode, str | None]
 _UNKNOWN: Outcome = (ErrorCode.unknown_topic_or_partition, "The partition does not exist.")
 WRITE_ATTEMPTS = 5
+# Seconds between the looks at ongoing reassignments' ISRs (see Reassigner._arm_recheck).
+RECHECK_S = 5.0
 
 
 def _distinct(replicas: Iterable[int]) -> tuple[int, ...]:
@@ -171,6 +174,7 @@ class Reassigner:
         self.on_superseded = on_superseded  # a fenced write failed: a newer controller rules
         self.schedule_event = schedule_event  # run as a controller event, if still in office
         self.ongoing: dict[PartitionKey, ReplicaAssignment] = {}
+        self._recheck_timer: asyncio.TimerHandle | None = None
         self._legacy_armed = False  # a watch on /admin/reassign_partitions is pending
         # Replicas removed while their broker was down: deleted when it comes back.
         self.removed_while_down: dict[int, set[PartitionKey]] = {}
@@ -267,6 +271,30 @@ class Reassigner:
 
         await self._guarded_many(waiting, {}, steps())
 
+    def _arm_recheck(self) -> None:
+        """While reassignments are under way, look at their ISRs every RECHECK_S as well:
+        completion is driven by /isr_change_notification, and a notification that never
+        comes (a leader's ISR write whose announcement was lost with its session, or a
+        completion left for "the next ISR change" when the ISR then stays as it is) must
+        not leave a reassignment waiting forever. One batched read per round, only while
+        something moves."""
+        loop = asyncio.get_running_loop()
+        timer = self._recheck_timer
+        if timer is not None and not timer.cancelled() and loop.time() < timer.when():
+            return  # one already armed
+        self._recheck_timer = loop.call_later(RECHECK_S, self.schedule_event, self._recheck)
+
+    async def _recheck(self) -> None:
+        if not self.ongoing:
+            return
+        before = set(self.ongoing)
+        await self.isr_changed(list(before))
+        found = before - set(self.ongoing)
+        if found:
+            log.info("controller: %d reassignments found in sync by the periodic check", len(found))
+        if self.ongoing:
+            self._arm_recheck()
+
     def forget_topic(self, topic: str) -> None:
         for key in [k for k in self.ongoing if k[0] == topic]:
             del self.ongoing[key]
@@ -323,6 +351,8 @@ class Reassigner:
             await self._drop_replicas_many(unneeded, allow_offline=True)
             moving = {key: wanted for key, (_c, wanted) in plans.items() if wanted.is_reassigning}
             self.ongoing.update(moving)
+            if moving:
+                self._arm_recheck()
             in_sync = await self._in_sync(moving)
             catching_up = [key for key in moving if key not in in_sync]
             bumped = await self._bump_epochs(catching_up)

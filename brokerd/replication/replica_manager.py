@@ -41,7 +41,7 @@ from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.util.background import BackgroundTasks
 
 from .fetcher import ReplicaFetcherManager, SecurityFor
-from .partition import NO_LEADER, Partition, now_ms
+from .partition import ISR_CHECK_FLOOR_MS, NO_LEADER, Partition, isr_check_delay_ms, now_ms
 from .purgatory import FetchPurgatory, ProducePurgatory
 from .strays import find_strays
 
@@ -645,12 +645,19 @@ class ReplicaManager:
 
     # ISR changes ----------------------------------------------------------------------
     async def _isr_maintenance(self) -> None:
+        """Kafka's isr-expiration task (every half lag), also woken when the first ISR
+        follower's lag runs out sooner: the same pass over the leaders finds that time."""
+        delay_ms = max(self.settings.replica_lag_time_max_ms // 2, ISR_CHECK_FLOOR_MS)
         while True:
+            await asyncio.sleep(delay_ms / 1000)
             lag_ms = self.settings.replica_lag_time_max_ms
-            await asyncio.sleep(max(lag_ms / 2, 50) / 1000)
             now = now_ms()
+            next_expiry: int | None = None
             for partition in list(self.leaders.values()):
                 try:
+                    expiry = partition.next_isr_expiry_ms(now, lag_ms)
+                    if expiry is not None and (next_expiry is None or expiry < next_expiry):
+                        next_expiry = expiry
                     stale = partition.out_of_sync_replicas(now, lag_ms)
                     if stale:
                         shrunk = [r for r in partition.isr if r not in stale]
@@ -663,6 +670,7 @@ class ReplicaManager:
                         self._spawn_isr_change(partition, shrunk, expand=False)
                 except Exception:
                     log.exception("ISR check of %s failed", partition.key)
+            delay_ms = isr_check_delay_ms(now, lag_ms, next_expiry)
 
     def _spawn_isr_change(self, partition: Partition, new_isr: list[int], expand: bool) -> None:
         """Queue an ISR change; the changes queued meanwhile go to ZooKeeper together (as
@@ -759,7 +767,10 @@ class ReplicaManager:
             await self._apply_written_isrs(done)
 
     async def _apply_written_isrs(self, done: list[tuple[_IsrChange, PartitionState]]) -> None:
-        changed: list[tuple[str, int]] = []
+        # Every state written is announced, applied here or not: one written just before a
+        # LeaderAndIsr replaced this leader is ZooKeeper's state now, and the controller
+        # acts on ISR changes it hears of (a reassignment completes when its targets join).
+        changed: list[tuple[str, int]] = [change.partition.key for change, _state in done]
         for change, state in done:
             partition = change.partition
             if self.leaders.get(partition.key) is not partition:
@@ -773,7 +784,6 @@ class ReplicaManager:
                 listener(change.expand)
             if partition.maybe_increment_high_watermark():
                 self._high_watermark_moved(partition)
-            changed.append(partition.key)
         if changed:
             # One notification per batch (Kafka's propagateIsrChanges writes every changed
             # partition into one sequential znode), split to stay far below jute.maxbuffer.

@@ -155,3 +155,27 @@ async def test_a_deposed_controller_writes_nothing_and_hands_over(parts):
     znode = await parts.topic_znode("fenced")
     assert znode["partitions"]["0"] == [1, 2] and znode["adding_replicas"] == {}
     assert parts.requests.take() == []
+
+
+async def test_a_move_whose_isr_notification_never_comes_completes_at_the_periodic_look(
+    parts, monkeypatch
+):
+    """Completion follows /isr_change_notification; when none arrives (the leader's
+    announcement lost), the controller's periodic look at ongoing moves still ends it."""
+    from brokerd.coordination import reassignment
+
+    monkeypatch.setattr(reassignment, "RECHECK_S", 0.05)
+    await parts.create_topic("quiet", {0: [1, 2]})
+    await parts.reassigner.alter({("quiet", 0): [1, 3]})
+    parts.requests.take()
+    await parts.set_isr("quiet", 0, [1, 2, 3])  # written, never announced
+
+    deadline = asyncio.get_running_loop().time() + 10
+    while parts.reassigner.list():
+        assert asyncio.get_running_loop().time() < deadline, "the move never completed"
+        await asyncio.sleep(0.05)
+        while parts.scheduled:  # the controller runs scheduled events in its event lock
+            await parts.scheduled.pop(0)()
+
+    assert (await parts.topic_znode("quiet"))["partitions"]["0"] == [1, 3]
+    assert parts.scheduled == []  # nothing moves: no further looks armed
