@@ -97,7 +97,9 @@ def checked_partition_dir(log_dir: Path, topic: str, partition: int) -> Path:
         or os.sep in name
         or (os.altsep is not None and os.altsep in name)
         or "\0" in name
-        or directory.resolve().parent != log_dir.resolve()
+        # A name without separators, "." or "..": only a symbolic link can lead elsewhere
+        # (resolving costs a stat per path component, and creation checks thousands).
+        or (directory.is_symlink() and directory.resolve().parent != log_dir.resolve())
     ):
         raise PartitionDirError(f"{topic!r} partition {partition} is not a log directory name")
     return directory

@@ -57,11 +57,22 @@ def load_log(
     clock: Callable[[], float] = time.time,
 ) -> Log:
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    _complete_interrupted_operations(directory, config)
-    # After a crash, the segments from the one holding the recovery point on are scanned
-    # and their indexes rebuilt anyway: their (untrimmed) indexes are not checked first.
-    segments = _open_segments(directory, config, None if had_clean_shutdown else recovery_point)
+    try:
+        directory.mkdir(parents=True)
+        fresh = True
+    except FileExistsError:
+        fresh = False
+    if fresh:
+        # A directory made just now (a new partition) holds nothing to complete, open,
+        # recover or replay: none of the listings below (a topic's creation makes
+        # thousands of logs at once).
+        segments: list[LogSegment] = []
+    else:
+        _complete_interrupted_operations(directory, config)
+        # After a crash, the segments from the one holding the recovery point on are
+        # scanned and their indexes rebuilt anyway: their (untrimmed) indexes are not
+        # checked first.
+        segments = _open_segments(directory, config, None if had_clean_shutdown else recovery_point)
 
     epochs = LeaderEpochFileCache(LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT))
     scanned: _ScannedProducerBatches | None = None
@@ -92,7 +103,10 @@ def load_log(
     result.recovery_point = min(max(recovery_point, 0), end)
     epochs.truncate_from_end(end)
     epochs.truncate_from_start(log_start_offset)
-    _rebuild_producer_state(result, producer_state, log_start_offset, end, scanned)
+    if fresh:
+        producer_state.update_map_end_offset(end)  # no snapshot, no batch to replay
+    else:
+        _rebuild_producer_state(result, producer_state, log_start_offset, end, scanned)
     return result
 
 
