@@ -23,6 +23,22 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+ISR_CHECK_FLOOR_MS = 50  # the shortest wait between two ISR checks
+
+
+def isr_check_delay_ms(now: int, max_lag_ms: int, next_expiry: int | None) -> int:
+    """Milliseconds until the leader's next ISR check: Kafka's cadence (half of
+    replica.lag.time.max.ms), or sooner when an ISR follower's lag runs out before that
+    (`next_expiry`, from Partition.next_isr_expiry_ms), so a follower that stopped is
+    dropped one lag after it last caught up instead of up to half a lag later. Never under
+    ISR_CHECK_FLOOR_MS, so an expiry about to pass cannot make the check spin."""
+    period = max(max_lag_ms // 2, ISR_CHECK_FLOOR_MS)
+    if next_expiry is None:
+        return period
+    # Checked just after the expiry: out of sync means more than the lag behind.
+    return max(min(period, next_expiry - now + 1), ISR_CHECK_FLOOR_MS)
+
+
 @dataclass
 class ReplicaState:
     """The leader's view of one follower (field names are the admin API's contract)."""
@@ -170,6 +186,20 @@ class Partition:
             and now - self.replica_states.get(replica, ReplicaState()).last_caught_up_ms
             > max_lag_ms
         }
+
+    def next_isr_expiry_ms(self, now: int, max_lag_ms: int) -> int | None:
+        """The earliest time, not before `now`, an ISR follower turns out of sync unless it
+        catches up first (its last caught-up time plus replica.lag.time.max.ms); None when
+        no ISR follower has one to come (those already out of sync are the check's now)."""
+        found = None
+        for replica in self.isr:
+            if replica == self.local_id:
+                continue
+            state = self.replica_states.get(replica)
+            expiry = (state.last_caught_up_ms if state is not None else 0) + max_lag_ms
+            if expiry >= now and (found is None or expiry < found):
+                found = expiry
+        return found
 
     def catching_up_replicas(self) -> set[int]:
         """Followers outside the ISR that reached the HW and the current epoch's start."""
