@@ -35,6 +35,31 @@ _RESOURCE_ERRORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 TLS_HANDSHAKE_TIMEOUT_S = 30.0
 
 
+# A TLS connection's records are decrypted straight into this one buffer of the event loop,
+# then copied into the connection's StreamReader: asyncio's SSLProtocol, given a protocol that
+# is not a BufferedProtocol, allocates a buffer of 256 KiB per TLS record (16 KiB) and joins
+# the records into another bytes object. One buffer serves every connection: SSLProtocol
+# fills it and hands it over (buffer_updated) in one synchronous step, which copies it out.
+TLS_READ_BUFFER_BYTES = 256 * 1024
+
+
+class _TlsReadProtocol(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
+    """A StreamReaderProtocol that asyncio's SSLProtocol decrypts into (read-only loan of
+    `buffer`, shared by the listener's connections)."""
+
+    def __init__(self, reader: asyncio.StreamReader, buffer: memoryview):
+        super().__init__(reader)
+        self._reader = reader
+        self._read_buffer = buffer
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._read_buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        # StreamReader.feed_data extends its bytearray: the bytes are copied out here.
+        self._reader.feed_data(self._read_buffer[:nbytes])
+
+
 class Listener:
     """One listener (e.g. PLAINTEXT://127.0.0.1:9092); port 0 binds a free port."""
 
@@ -63,6 +88,7 @@ class Listener:
         self.tls: ContextSource | None = None  # SSL listeners: the server context
         self.principals: PrincipalMapper | None = None
         self.sasl: SaslServerSettings | None = None  # SASL listeners: mechanisms, users
+        self._tls_read_buffer: memoryview | None = None  # TLS listeners, see _TlsReadProtocol
 
     @property
     def server(self) -> list[socket.socket] | None:
@@ -83,6 +109,7 @@ class Listener:
             # Bad stores or settings stop the broker here, before anything listens.
             self.tls = ContextSource(self.config, self.name)
             self.principals = PrincipalMapper(self.config.security.ssl_principal_mapping_rules)
+            self._tls_read_buffer = memoryview(bytearray(TLS_READ_BUFFER_BYTES))
         if self.endpoint.security_protocol in SASL_PROTOCOLS:
             self.sasl = SaslServerSettings.for_listener(
                 self.config, self.name, ZkScramCredentials(self.zk)
@@ -185,7 +212,11 @@ class Listener:
         try:
             conn.setblocking(False)
             reader = asyncio.StreamReader(limit=STREAM_LIMIT)
-            protocol = asyncio.StreamReaderProtocol(reader)
+            protocol = (
+                asyncio.StreamReaderProtocol(reader)
+                if self._tls_read_buffer is None
+                else _TlsReadProtocol(reader, self._tls_read_buffer)
+            )
             try:
                 transport, _ = await self._loop.connect_accepted_socket(
                     lambda: protocol, conn, **self._tls_options()

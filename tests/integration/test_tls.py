@@ -5,6 +5,7 @@ throwaway CA (tests/tls_certs.py); clients: kafka-python, brokerd.client, raw TL
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import ssl
@@ -106,6 +107,56 @@ def test_kafka_python_produces_and_consumes_large_batches_over_ssl(tls_broker, p
     got = [message.value for message in consumer]
     consumer.close()
     assert got == values
+
+
+def test_concurrent_tls_producers_each_store_their_own_bytes(tls_broker, pki):
+    """Every TLS connection of a listener is decrypted into one shared buffer of the event
+    loop (listener._TlsReadProtocol): four producers sending random records larger than it
+    (300 KB > 256 KiB) at once each get exactly their own bytes stored."""
+    payloads = {f"tls-concurrent-{n}": [os.urandom(300_000) for _ in range(8)] for n in range(4)}
+    failures: list[BaseException] = []
+
+    def produce(topic: str, values: list[bytes]) -> None:
+        try:
+            producer = KafkaProducer(
+                bootstrap_servers=tls_broker.bootstrap,
+                security_protocol="SSL",
+                ssl_cafile=str(pki.ca),
+                batch_size=1_000_000,
+                linger_ms=20,
+                max_request_size=2_000_000,
+            )
+            for value in values:
+                producer.send(topic, value)
+            producer.flush(timeout=60)
+            producer.close()
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=produce, args=item) for item in payloads.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not failures
+    assert not any(thread.is_alive() for thread in threads)
+    for topic, values in payloads.items():
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=tls_broker.bootstrap,
+            security_protocol="SSL",
+            ssl_cafile=str(pki.ca),
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=30_000,  # with nothing more to read: ends the loop
+            max_partition_fetch_bytes=1_048_576,
+        )
+        got = []
+        for message in consumer:
+            got.append(message.value)
+            if len(got) == len(values):
+                break
+        consumer.close()
+        assert got == values, topic
 
 
 def test_brokerd_client_speaks_tls(tls_broker, pki):
