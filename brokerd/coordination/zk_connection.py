@@ -87,7 +87,13 @@ class BatchingConnection(ConnectionHandler):
         out = bytearray()
         taken = []
         xid: int = getattr(self, "_xid", 0)
-        for request, async_object in itertools.islice(queue, MAX_BATCH):
+        # Other threads append to the queue at any time (kazoo takes no lock): iterating it
+        # while encoding raised "deque mutated during iteration" when one did, which ended
+        # the connection (ConnectionLoss for every pending request; seen in CI). The head is
+        # copied in one C-level call, which no other Python thread can interleave with;
+        # only this thread removes from the queue.
+        head = list(itertools.islice(queue, MAX_BATCH))
+        for request, async_object in head:
             if not _plain(request):
                 break
             xid = (xid % 2147483647) + 1

@@ -11,6 +11,7 @@ restart completes once it is back.
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 from kazoo.exceptions import BadVersionError
@@ -117,3 +118,29 @@ async def test_a_batch_cut_by_a_zookeeper_restart_completes(tmp_path):
     finally:
         await client.stop()
         server.stop()
+
+
+async def test_requests_queued_by_other_threads_during_a_batch_break_nothing(zk):
+    """Threads queue requests while the connection thread writes a batch (a broker's
+    to_thread calls do): the connection stays up and every answer matches. Iterating
+    kazoo's queue while encoding ended the connection with "deque mutated during
+    iteration" (ConnectionLoss for all pending requests, seen in CI)."""
+    await zk.ensure_path("/threads")
+    await zk.create_many([(f"/threads/n{i}", str(i).encode()) for i in range(COUNT)])
+    kazoo = zk._kazoo
+
+    def reader(offset: int) -> list[bool]:
+        pending = [(i, kazoo.get_async(f"/threads/n{(i + offset) % COUNT}")) for i in range(COUNT)]
+        return [
+            answer.get(timeout=60)[0] == str((i + offset) % COUNT).encode() for i, answer in pending
+        ]
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads interleave as on a loaded machine
+    try:
+        results = await asyncio.gather(*(asyncio.to_thread(reader, k * 37) for k in range(6)))
+    finally:
+        sys.setswitchinterval(switch)
+
+    assert all(all(r) for r in results)
+    assert kazoo.connected
