@@ -41,7 +41,7 @@ from brokerd.protocol.errors import ErrorCode, KafkaError
 from brokerd.util.background import BackgroundTasks
 
 from .fetcher import ReplicaFetcherManager, SecurityFor
-from .partition import ISR_CHECK_FLOOR_MS, NO_LEADER, Partition, isr_check_delay_ms, now_ms
+from .partition import NO_LEADER, Partition, isr_check_delay_ms, now_ms
 from .purgatory import FetchPurgatory, ProducePurgatory
 from .strays import find_strays
 
@@ -647,7 +647,7 @@ class ReplicaManager:
     async def _isr_maintenance(self) -> None:
         """Kafka's isr-expiration task (every half lag), also woken when the first ISR
         follower's lag runs out sooner: the same pass over the leaders finds that time."""
-        delay_ms = max(self.settings.replica_lag_time_max_ms // 2, ISR_CHECK_FLOOR_MS)
+        delay_ms = isr_check_delay_ms(0, self.settings.replica_lag_time_max_ms, None)
         while True:
             await asyncio.sleep(delay_ms / 1000)
             lag_ms = self.settings.replica_lag_time_max_ms

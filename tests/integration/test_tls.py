@@ -79,18 +79,23 @@ def answers_api_versions(bootstrap: str, context: ssl.SSLContext) -> bool:
 
 
 # Clients ---------------------------------------------------------------------------------
-def test_kafka_python_produces_and_consumes_large_batches_over_ssl(tls_broker, pki):
-    """Fetch responses larger than the TLS chunk (256 KiB) come through whole: records of
-    100 KiB, read back in 1 MiB fetches."""
-    values = [bytes([i]) * 100_000 for i in range(40)]
-    producer = KafkaProducer(
+def large_records_producer(tls_broker, pki, linger_ms: int) -> KafkaProducer:
+    """kafka-python over SSL, with room for batches and requests of records of ~300 KB."""
+    return KafkaProducer(
         bootstrap_servers=tls_broker.bootstrap,
         security_protocol="SSL",
         ssl_cafile=str(pki.ca),
         batch_size=1_000_000,
-        linger_ms=50,
+        linger_ms=linger_ms,
         max_request_size=2_000_000,
     )
+
+
+def test_kafka_python_produces_and_consumes_large_batches_over_ssl(tls_broker, pki):
+    """Fetch responses larger than the TLS chunk (256 KiB) come through whole: records of
+    100 KiB, read back in 1 MiB fetches."""
+    values = [bytes([i]) * 100_000 for i in range(40)]
+    producer = large_records_producer(tls_broker, pki, linger_ms=50)
     for value in values:
         producer.send("tls-large", value)
     producer.flush()
@@ -118,14 +123,7 @@ def test_concurrent_tls_producers_each_store_their_own_bytes(tls_broker, pki):
 
     def produce(topic: str, values: list[bytes]) -> None:
         try:
-            producer = KafkaProducer(
-                bootstrap_servers=tls_broker.bootstrap,
-                security_protocol="SSL",
-                ssl_cafile=str(pki.ca),
-                batch_size=1_000_000,
-                linger_ms=20,
-                max_request_size=2_000_000,
-            )
+            producer = large_records_producer(tls_broker, pki, linger_ms=20)
             for value in values:
                 producer.send(topic, value)
             producer.flush(timeout=60)

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from brokerd.coordination import zk_data
+from brokerd.coordination import reassignment, zk_data
 from brokerd.protocol.errors import ErrorCode
 
 from .controller_parts import build
@@ -162,8 +162,6 @@ async def test_a_move_whose_isr_notification_never_comes_completes_at_the_period
 ):
     """Completion follows /isr_change_notification; when none arrives (the leader's
     announcement lost), the controller's periodic look at ongoing moves still ends it."""
-    from brokerd.coordination import reassignment
-
     monkeypatch.setattr(reassignment, "RECHECK_S", 0.05)
     await parts.create_topic("quiet", {0: [1, 2]})
     await parts.reassigner.alter({("quiet", 0): [1, 3]})
