@@ -15,9 +15,9 @@ they arrive):
 * a read or write tries the (non-blocking) socket first and waits only when it would block,
   with one `poll` object (no descriptor) instead of a selector.
 Nothing else changes: session set-up, pings, watches, authentication and the reconnection
-logic are kazoo's. A connection lost mid-write leaves the batch in kazoo's queue (it is
-moved to the pending list only once written); kazoo then fails the queue and the pending list
-alike with ConnectionLoss, so up to MAX_BATCH requests, some perhaps executed by ZooKeeper,
+logic are kazoo's. A request taken from kazoo's queue goes to its pending list before the
+batch is written; a connection lost mid-write makes kazoo fail the pending list and the
+queue alike with ConnectionLoss, so up to MAX_BATCH requests, some perhaps executed by ZooKeeper,
 fail at once: as with one request before, ZkClient's callers retry and check what was done
 (a create answered NodeExists, a conditional set BadVersion).
 TLS sockets keep kazoo's own read and write.
@@ -25,7 +25,6 @@ TLS sockets keep kazoo's own read and write.
 
 from __future__ import annotations
 
-import itertools
 import select
 import ssl
 from typing import Any
@@ -85,34 +84,42 @@ class BatchingConnection(ConnectionHandler):
             super()._send_request(read_timeout, connect_timeout)
             return
         out = bytearray()
-        taken = []
+        pending = client._pending
         xid: int = getattr(self, "_xid", 0)
-        # Other threads append to the queue at any time (kazoo takes no lock): iterating it
-        # while encoding raised "deque mutated during iteration" when one did, which ended
-        # the connection (ConnectionLoss for every pending request; seen in CI). The head is
-        # copied in one C-level call, which no other Python thread can interleave with;
-        # only this thread removes from the queue.
-        head = list(itertools.islice(queue, MAX_BATCH))
-        for request, async_object in head:
+        taken = 0
+        # Other threads append to the queue at any time (kazoo takes no lock), so it is
+        # never iterated: iterating raised "deque mutated during iteration" when one did
+        # (even a C-level copy: a garbage collection inside it can run Python code and let
+        # another thread in), which ended the connection with ConnectionLoss for every
+        # pending request (seen in CI). Only this thread removes entries: it looks at the
+        # head and pops it. A popped request goes to the pending list before it is written,
+        # so a write that fails fails it with ConnectionLoss like any unanswered request.
+        while taken < MAX_BATCH and queue:
+            request, async_object = queue[0]
             if not _plain(request):
                 break
+            queue.popleft()
+            taken += 1
+            try:
+                encoded = request.serialize()
+            except Exception as error:  # a request that cannot be encoded fails alone
+                async_object.set_exception(error)
+                continue
             xid = (xid % 2147483647) + 1
             body = bytearray(int_struct.pack(xid))
             if request.type:
                 body += int_struct.pack(request.type)
-            body += request.serialize()
+            body += encoded
             out += int_struct.pack(len(body))
             out += body
-            taken.append((request, async_object, xid))
-        self._write(bytes(out), connect_timeout)
+            pending.append((request, async_object, xid))
         self._xid = xid
-        for entry in taken:
-            queue.popleft()
-            client._pending.append(entry)
+        if out:
+            self._write(bytes(out), connect_timeout)
         # One wake-up byte per request queued; those of requests queued but not yet
         # signalled arrive later and find the queue empty (kazoo's own path drains them).
         try:
-            self._read_sock.recv(len(taken))
+            self._read_sock.recv(taken)
         except BlockingIOError:
             pass
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
+import time
 
 import pytest
 from kazoo.exceptions import BadVersionError
@@ -33,12 +35,16 @@ async def zk(zookeeper):
 
 
 def count_writes(client: ZkClient, monkeypatch) -> list[int]:
-    """The sizes of the connection's socket writes from now on."""
+    """The sizes of the connection's socket writes from now on. The first write holds the
+    connection thread for a moment, so that the rest of a batch queued meanwhile is waiting
+    for it (otherwise how many requests share a write depends on thread timing)."""
     connection = client._kazoo._connection
     writes: list[int] = []
     original = connection._write
 
     def counted(msg, timeout):
+        if not writes:
+            time.sleep(0.3)
         writes.append(len(msg))
         return original(msg, timeout)
 
@@ -120,27 +126,48 @@ async def test_a_batch_cut_by_a_zookeeper_restart_completes(tmp_path):
         server.stop()
 
 
-async def test_requests_queued_by_other_threads_during_a_batch_break_nothing(zk):
+async def test_requests_queued_by_other_threads_during_a_batch_break_nothing(zookeeper):
     """Threads queue requests while the connection thread writes a batch (a broker's
     to_thread calls do): the connection stays up and every answer matches. Iterating
     kazoo's queue while encoding ended the connection with "deque mutated during
     iteration" (ConnectionLoss for all pending requests, seen in CI)."""
-    await zk.ensure_path("/threads")
-    await zk.create_many([(f"/threads/n{i}", str(i).encode()) for i in range(COUNT)])
-    kazoo = zk._kazoo
+    client = ZkClient(zookeeper.connect, "/zk-connection", 20000, connect_ms=60000)
+    await client.start()
+    await client.ensure_path("/threads")
+    await client.create_many([(f"/threads/n{i}", str(i).encode()) for i in range(COUNT)])
+    kazoo = client._kazoo
+    results: dict[int, list[bool] | BaseException] = {}
 
-    def reader(offset: int) -> list[bool]:
-        pending = [(i, kazoo.get_async(f"/threads/n{(i + offset) % COUNT}")) for i in range(COUNT)]
-        return [
-            answer.get(timeout=60)[0] == str((i + offset) % COUNT).encode() for i, answer in pending
-        ]
+    def reader(k: int) -> None:
+        offset = k * 37
+        try:
+            pending = [
+                (i, kazoo.get_async(f"/threads/n{(i + offset) % COUNT}")) for i in range(COUNT)
+            ]
+            results[k] = [
+                answer.get(timeout=60)[0] == str((i + offset) % COUNT).encode()
+                for i, answer in pending
+            ]
+        except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+            results[k] = error
 
+    # Daemon threads joined with a deadline: if the connection thread died, kazoo's
+    # get_async blocks for ever on its full wake-up socket, and the test must still end.
+    readers = [threading.Thread(target=reader, args=(k,), daemon=True) for k in range(6)]
     switch = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # threads interleave as on a loaded machine
     try:
-        results = await asyncio.gather(*(asyncio.to_thread(reader, k * 37) for k in range(6)))
+        for thread in readers:
+            thread.start()
+        await asyncio.to_thread(lambda: [thread.join(120) for thread in readers])
     finally:
         sys.setswitchinterval(switch)
 
-    assert all(all(r) for r in results)
-    assert kazoo.connected
+    alive = kazoo._connection._connection_routine
+    connection_up = alive is not None and alive.is_alive() and kazoo.connected
+    if connection_up and not any(thread.is_alive() for thread in readers):
+        await client.stop()  # stopping a client whose connection died would block too
+    assert connection_up
+    assert sorted(results) == list(range(6)), results
+    for k, answers in results.items():
+        assert isinstance(answers, list) and all(answers), (k, answers)
