@@ -2,11 +2,14 @@
 
 Kafka keeps one set of meters per topic and one for all topics (kafka.server:
 type=BrokerTopicMetrics,name=BytesInPerSec[,topic=T], BytesOutPerSec, MessagesInPerSec,
-ReplicationBytesOutPerSec). As there:
-- BytesIn and MessagesIn count what a produce appended to a log this broker leads (the
-  batches' size as the client sent them, and their records), per topic and for all topics;
+ReplicationBytesInPerSec, ReplicationBytesOutPerSec). As there:
+- BytesIn and MessagesIn count what was appended to a log this broker leads (the batches'
+  size as sent, and their records), per topic and for all topics: a client's produce, and
+  as in Kafka's appendToLocalLog also a coordinator's writes to the internal topics
+  (__consumer_offsets, __transaction_state) and transaction markers;
 - BytesOut counts the record bytes a consumer's fetch got, per topic and for all topics;
-  a follower's fetch counts only in ReplicationBytesOut (all topics), not in BytesOut.
+  a follower's fetch counts only in ReplicationBytesOut (all topics), not in BytesOut;
+- ReplicationBytesIn counts the batches this broker appended as a follower (all topics).
 
 The hot paths add to plain integers (one dict lookup and a few additions per partition of a
 request, no per-record work); rates are the reader's business: the admin API gives the
@@ -57,6 +60,7 @@ class BrokerTopicStats:
         self.topics: dict[str, TopicCounters] = {}
         self.all_topics = TopicCounters()
         self.replication_bytes_out = 0
+        self.replication_bytes_in = 0
 
     def _topic(self, topic: str) -> TopicCounters:
         counters = self.topics.get(topic)
@@ -73,6 +77,10 @@ class BrokerTopicStats:
         total = self.all_topics
         total.bytes_in += size
         total.messages_in += records
+
+    def replicated_in(self, size: int) -> None:
+        """This broker, as a follower, appended `size` bytes fetched from leaders."""
+        self.replication_bytes_in += size
 
     def fetched(self, partitions: Iterable[FetchedPartition], from_follower: bool) -> None:
         """A fetch answered these partitions (their topic and record bytes)."""
@@ -112,6 +120,7 @@ class BrokerTopicStats:
             "all_topics": {
                 **self.all_topics.as_dict(),
                 "replication_bytes_out": self.replication_bytes_out,
+                "replication_bytes_in": self.replication_bytes_in,
             },
             "topics": {name: c.as_dict() for name, c in sorted(topics.items())},
         }
@@ -137,6 +146,11 @@ class BrokerTopicStats:
             "brokerd_replication_bytes_out",
             "Record bytes fetched by followers (Kafka's ReplicationBytesOutPerSec)",
             value=self.replication_bytes_out,
+        )
+        yield CounterMetricFamily(
+            "brokerd_replication_bytes_in",
+            "Bytes appended as a follower (Kafka's ReplicationBytesInPerSec)",
+            value=self.replication_bytes_in,
         )
 
 

@@ -115,8 +115,10 @@ class ReplicaFetcher:
         endpoint_of: EndpointOf,
         security_for: SecurityFor,
         log_dir_failed: LogDirFailed = _ignore_dir_failure,
+        replicated_in: Callable[[int], None] = lambda size: None,
     ):
         self.source_id = source_id
+        self._replicated_in = replicated_in  # Kafka's ReplicationBytesInPerSec
         self.local_id = local_id
         self.settings = settings
         self._endpoint_of = endpoint_of
@@ -399,6 +401,14 @@ class ReplicaFetcher:
         appended: list[tuple[FetchState, int]]
         failure: Exception | None
         appended, failure = await self._write_off_loop(keys, self._write_fetched, appends, restarts)
+        written = {id(state) for state, _ in appended}
+        self._replicated_in(
+            sum(
+                len(data.records)
+                for state, _, data in appends
+                if id(state) in written and data.records
+            )
+        )
         for state, high_watermark in appended:
             if self.partitions.get(state.partition.key) is state:
                 state.partition.update_follower_high_watermark(high_watermark)
@@ -474,12 +484,14 @@ class ReplicaFetcherManager:
         endpoint_of: EndpointOf,
         security_for: SecurityFor,
         log_dir_failed: LogDirFailed = _ignore_dir_failure,
+        replicated_in: Callable[[int], None] = lambda size: None,
     ):
         self.local_id = local_id
         self.settings = settings
         self._endpoint_of = endpoint_of
         self._security_for = security_for
         self.log_dir_failed = log_dir_failed
+        self._replicated_in = replicated_in
         self.fetchers: dict[int, ReplicaFetcher] = {}
 
     async def add_partition(self, partition: Partition, leader_id: int, leader_epoch: int) -> None:
@@ -493,6 +505,7 @@ class ReplicaFetcherManager:
                 self._endpoint_of,
                 self._security_for,
                 lambda directory, reason: self.log_dir_failed(directory, reason),
+                self._replicated_in,
             )
             fetcher.start()
         fetcher.add(partition, leader_epoch)

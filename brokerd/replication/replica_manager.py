@@ -43,6 +43,7 @@ from brokerd.util.background import BackgroundTasks
 from .fetcher import ReplicaFetcherManager, SecurityFor
 from .partition import NO_LEADER, Partition, isr_check_delay_ms, now_ms
 from .purgatory import FetchPurgatory, ProducePurgatory
+from .stats import NoStats, ReplicationStats
 from .strays import find_strays
 
 if TYPE_CHECKING:
@@ -72,12 +73,14 @@ class ReplicaManager:
         default_log_config: Callable[[], LogConfig],
         security_for: SecurityFor,
         spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task],
+        stats: ReplicationStats | None = None,
     ):
         """The intervals are log.retention.check.interval.ms and
         log.flush.offset.checkpoint.interval.ms. `topic_log_config` resolves a topic's
         LogConfig from its current overrides and `default_log_config` the broker's (both
         change at run time); `security_for` says how to connect to a peer's endpoint;
-        `spawn` runs the broker's background work (ISR writes to ZooKeeper)."""
+        `spawn` runs the broker's background work (ISR writes to ZooKeeper); `stats` counts
+        appends and replicated bytes (Kafka's BrokerTopicStats)."""
         self.local_id = local_id
         self.log_manager = log_manager
         self.metadata = metadata
@@ -98,8 +101,14 @@ class ReplicaManager:
         self.produce_purgatory = ProducePurgatory()
         # A follower's failed write takes its log dir offline at once (fail_dir, on the
         # fetcher's worker thread), as a leader's failed append does.
+        self.stats: ReplicationStats = stats if stats is not None else NoStats()
         self.fetchers = ReplicaFetcherManager(
-            local_id, settings, self._peer_endpoint, security_for, log_manager.fail_dir
+            local_id,
+            settings,
+            self._peer_endpoint,
+            security_for,
+            log_manager.fail_dir,
+            replicated_in=self.stats.replicated_in,
         )
         self.controller_epoch = 0  # the highest seen; older controllers are refused
         # callables(expand: bool) after this broker changed a led partition's ISR.
@@ -579,6 +588,8 @@ class ReplicaManager:
             directory = partition.log.dir.parent
             self._spawn(asyncio.to_thread(self.log_manager.fail_dir, directory, str(exc)))
             raise KafkaError(ErrorCode.kafka_storage_error, f"{directory}: {exc}") from exc
+        # Kafka's BytesInPerSec and MessagesInPerSec, for appends of every origin.
+        self.stats.appended(partition.topic, len(records), info.last_offset - info.first_offset + 1)
         self.purgatory.notify(partition.key)  # followers long-polling for data
         if partition.maybe_increment_high_watermark():
             self._high_watermark_moved(partition)
@@ -612,6 +623,7 @@ class ReplicaManager:
             defer_flush=True,
             transaction_version=transaction_version,
         )
+        self.stats.appended(partition.topic, info.valid_bytes, 1)
         self.purgatory.notify(partition.key)
         if partition.maybe_increment_high_watermark():
             self._high_watermark_moved(partition)

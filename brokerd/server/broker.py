@@ -109,6 +109,7 @@ class Broker:
             default_log_config=config.log_config,
             security_for=functools.partial(peer_security, config),
             spawn=self.spawn,
+            stats=self.metrics.topic_stats,
         )
         self.replicas.isr_change_listeners.append(
             lambda expand: (self.metrics.isr_expands if expand else self.metrics.isr_shrinks).inc()

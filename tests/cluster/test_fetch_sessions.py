@@ -2,7 +2,8 @@
 
 An idle follower's fetches list no partition once its session is open: the leader's
 /metrics show the bytes of Fetch requests it received, and on average each is smaller than
-a fetch carrying a single partition. And a follower keeps catching up through leader
+a fetch carrying a single partition; the followers counted what they appended
+(ReplicationBytesIn). And a follower keeps catching up through leader
 changes: its leader dies (its sessions there die with it), comes back empty of leadership,
 then leads again (the other followers' fetchers come back to it and open new sessions);
 every replica of every partition ends with every record.
@@ -121,6 +122,16 @@ def test_an_idle_followers_fetches_list_no_partition(cluster, topic_name):
         f"{received} bytes in {handled} fetches: the followers still list partitions "
         f"(one partition takes {one_partition} bytes)"
     )
+
+    # Kafka's ReplicationBytesInPerSec and ReplicationBytesOutPerSec: at RF 3 with every
+    # follower caught up, the followers appended each produced byte twice, as fetched.
+    totals = [_metrics(b) for b in cluster.brokers.values()]
+    produced = sum(t[("brokerd_bytes_in_total", ())] for t in totals)
+    replicated_in = sum(t[("brokerd_replication_bytes_in_total", ())] for t in totals)
+    replicated_out = sum(t[("brokerd_replication_bytes_out_total", ())] for t in totals)
+    assert produced > 0
+    assert replicated_in == 2 * produced, (replicated_in, produced)
+    assert replicated_out >= replicated_in
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.web.conftest import wait_until
@@ -78,3 +79,29 @@ def test_metrics_forgets_a_deleted_topic_without_the_admin_route(broker):
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
     client.delete_topics([topic])[topic].result(15)
     wait_until(lambda: series not in scraped(), 30)
+
+
+def test_coordinator_appends_count_as_bytes_in(broker):
+    """As Kafka's appendToLocalLog: a group's offset commit, appended by the group
+    coordinator to __consumer_offsets, counts in BytesIn and MessagesIn like a produce."""
+    topic = f"tm-commit-{uuid.uuid4().hex[:8]}"
+    create_topic(broker, topic)
+    admin = admin_for(broker)
+    zero = {"bytes_in": 0, "messages_in": 0}  # before the first group, no __consumer_offsets
+    before = admin.ok("GET", "/v1/topic-metrics?topic=__consumer_offsets")["topics"].get(
+        "__consumer_offsets", zero
+    )
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": f"g-{topic}",
+         "enable.auto.commit": False}
+    )  # fmt: skip
+    try:
+        for offset in (3, 5):
+            consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    finally:
+        consumer.close()
+    after = admin.ok("GET", "/v1/topic-metrics?topic=__consumer_offsets")["topics"][
+        "__consumer_offsets"
+    ]
+    assert after["messages_in"] - before["messages_in"] >= 2, (before, after)  # per commit
+    assert after["bytes_in"] > before["bytes_in"]

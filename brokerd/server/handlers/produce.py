@@ -244,9 +244,6 @@ def _append(
         fields["error_message"] = getattr(exc, "message", None) or str(exc) or None
         fields["record_errors"] = _record_errors(module, getattr(exc, "record_errors", ()))
         return fields, None
-    ctx.topic_stats.appended(  # Kafka's BytesInPerSec and MessagesInPerSec
-        topic, len(partition_data.records), info.last_offset - info.first_offset + 1
-    )
     fields["base_offset"] = info.first_offset
     fields["log_append_time"] = _log_append_time(info.log_append_time)
     fields["log_start_offset"] = info.log_start_offset
