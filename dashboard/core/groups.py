@@ -82,20 +82,22 @@ async def describe(admin: AdminClient, group_id: str) -> GroupDescription:
 
 async def group_page(admin: AdminClient, after: str, size: int) -> tuple[list[dict], bool]:
     """Groups sorted by id after `after`: at most `size`, each described; and whether more
-    follow. One ListGroups per broker, then one DescribeGroups per group shown."""
+    follow. One ListGroups per broker, then one DescribeGroups per coordinator for all the
+    groups shown (the client batches them), not one per group."""
     listings = [g for g in await admin.list_groups() if g.group_id > after]
     shown, more = listings[:size], len(listings) > size
-
-    async def one(listing) -> dict:
+    described: dict[str, GroupDescription] = {}
+    if shown:
         try:
-            d = (await admin.describe_groups([listing.group_id]))[listing.group_id]
-        except (AdminError, KafkaResponseError):
-            d = None
-        return group_summary(
-            listing.group_id, d, listing.state, listing.protocol_type, listing.group_type
-        )
-
-    return list(await asyncio.gather(*(one(g) for g in shown))), more
+            described = await admin.describe_groups([g.group_id for g in shown])
+        except AdminError as exc:  # the groups that failed are shown from their listing
+            described = exc.results
+        except KafkaResponseError:
+            described = {}
+    return [
+        group_summary(g.group_id, described.get(g.group_id), g.state, g.protocol_type, g.group_type)
+        for g in shown
+    ], more
 
 
 def group_summary(

@@ -186,3 +186,30 @@ def test_lags_keep_the_commits_of_a_deleted_topic(
     assert lags.status_code == 200, lags.json()
     rows = {r["topic_name"]: (r["current_offset"], r["log_end_offset"], r["lag"]) for r in lags.json()["data"]}  # fmt: skip
     assert rows == {kept: (1, 4, 3), deleted: (2, None, None)}
+
+
+def test_a_page_of_groups_is_described_in_one_request_per_coordinator(
+    group_cluster, group_broker, viewer_api, topic_name
+):
+    """The groups list describes the groups it shows with one DescribeGroups per
+    coordinator (Kafka's admin client batches them), not one per group."""
+    from tests.integration.test_admin_api import admin_for, metric_samples
+
+    make_topic(group_broker, topic_name, 1, {0: 2})
+    prefix = f"batch-{topic_name}"
+    for n in range(30):
+        commit(group_broker, f"{prefix}-{n:02d}", {(topic_name, 0): 1})
+    admin = admin_for(group_broker)
+    series = ("brokerd_requests_total", (("api", "describe_groups"), ("outcome", "ok")))
+
+    def describes() -> float:
+        return metric_samples(admin.get("/metrics", token=None)[1]).get(series, 0)
+
+    before = describes()
+    page = viewer_api.get(f"{API}/consumer-groups?page_size=30&page_token={prefix}").json()
+    asked = describes() - before
+    assert [g["consumer_group_id"] for g in page["data"]] == [
+        f"{prefix}-{n:02d}" for n in range(30)
+    ]
+    assert all(g["state"] == "EMPTY" for g in page["data"])
+    assert asked <= 3, asked  # one broker coordinates them all; 30 before
