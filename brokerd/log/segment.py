@@ -19,8 +19,17 @@ from typing import NamedTuple, Protocol
 import crc32c
 
 from ..config import LogConfig
-from ..records import read_entry
-from ..records.batch import ATTRIBUTES_POS, HEADER_SIZE, CorruptRecordError, check_crc_value
+from ..records import LogEntry, read_entry
+from ..records.batch import (
+    ATTRIBUTES_POS,
+    HEADER_SIZE,
+    LOG_APPEND_TIME,
+    CorruptRecordError,
+    RecordBatch,
+    check_crc_value,
+)
+from ..records.validation import record_facts
+from ..records.varint import VarintError, wrap_int64
 from .index import OffsetIndex, TimeIndex
 from .txn_index import TXN_INDEX_SUFFIX, AbortedTxn, TransactionIndex
 
@@ -422,10 +431,11 @@ class LogSegment:
         for header in self.scan_headers(start, chunk_size=LOOKUP_CHUNK):
             if header.max_timestamp < timestamp or header.last_offset < starting_offset:
                 continue
-            entry_bytes = self.read_entry_bytes(header)
-            for record in read_entry(entry_bytes).records():
-                if record.timestamp >= timestamp and record.offset >= starting_offset:
-                    return record.timestamp, record.offset
+            found = first_record_at_or_after(
+                read_entry(self.read_entry_bytes(header)), timestamp, starting_offset
+            )
+            if found is not None:
+                return found
         return None
 
     # Recovery and truncation -------------------------------------------------------
@@ -636,3 +646,41 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size})"
+
+
+def first_record_at_or_after(
+    entry: LogEntry, timestamp: int, starting_offset: int
+) -> tuple[int, int] | None:
+    """(timestamp, offset) of the entry's first record with timestamp >= `timestamp` and
+    offset >= `starting_offset`, else None.
+
+    A v2 batch whose offsets are contiguous (last offset delta = count - 1: every batch a
+    producer appended, validated so, and every uncompacted one) is searched through the
+    compiled walk of its records' timestamp deltas (about 10 ns a record) with the offset of
+    record i being base + i; a batch of 5,000 records decoded record by record in Python took
+    ~100 ms, which a by-time lookup (ListOffsets, the console's "from a time") paid for each
+    answer. Other entries (compacted batches, the old formats) are decoded record by record,
+    stopping at the first match."""
+    if isinstance(entry, RecordBatch) and entry.record_count > 0:
+        count = entry.record_count
+        base = entry.base_offset
+        if entry.last_offset_delta == count - 1:
+            first = max(0, starting_offset - base)
+            if entry.timestamp_type == LOG_APPEND_TIME:  # every record has the batch's time
+                stamped = entry.max_timestamp
+                return (stamped, base + first) if stamped >= timestamp and first < count else None
+            try:
+                facts = record_facts(entry.records_payload(), 0, count)
+            except (VarintError, CorruptRecordError):
+                facts = None  # decoded below, which reports the corruption as before
+            if facts is not None:
+                first_timestamp = entry.first_timestamp
+                for index in range(first, count):
+                    stamped = wrap_int64(first_timestamp + facts[index][0])
+                    if stamped >= timestamp:
+                        return stamped, base + index
+                return None
+    for record in entry:
+        if record.timestamp >= timestamp and record.offset >= starting_offset:
+            return record.timestamp, record.offset
+    return None
