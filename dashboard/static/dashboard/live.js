@@ -33,6 +33,24 @@
     return node;
   };
 
+  // A table with no rows says so (the same words as the server-rendered page).
+  const emptyRow = (columns, words) => {
+    const row = el("tr", undefined, "empty-state");
+    const cell = el("td", words, "empty-row");
+    cell.colSpan = columns;
+    row.append(cell);
+    return row;
+  };
+
+  // A long id (topic name, group id, client or member id) wraps inside its cell instead of
+  // widening the table; the whole id stays in the text (copyable) and on hover.
+  const longId = (value, tag) => {
+    const node = el(tag || "span", value === null || value === undefined ? "" : String(value), "long-id");
+    node.title = node.textContent;
+    return node;
+  };
+  const idCell = (value) => { const cell = el("td"); cell.append(longId(value)); return cell; };
+
   function showError(message) {
     const error = document.getElementById("error");
     if (!error) return;
@@ -63,6 +81,7 @@
           el("td", text(b.admin_state), "admin"), el("td", b.is_controller ? "●" : ""));
         return row;
       }));
+      if (!data.brokers.length) brokers.append(emptyRow(6, "no brokers registered in ZooKeeper: start a broker with this cluster's zookeeper.connect"));
     }
     renderPlatform(data.platform);
     const problems = document.querySelector("#problems tbody");
@@ -72,7 +91,7 @@
         const row = el("tr");
         row.dataset.partition = `${p.topic_name}:${p.partition_id}`;
         const topic = el("td");
-        const link = el("a", p.topic_name);
+        const link = longId(p.topic_name, "a");
         link.href = `/clusters/${encodeURIComponent(cluster)}/topics/${encodeURIComponent(p.topic_name)}/`;
         topic.append(link);
         row.append(topic, el("td", p.partition_id), el("td", p.leader ?? "none"),
@@ -80,17 +99,21 @@
           el("td", p.state, "state"));
         return row;
       }));
+      if (!data.problem_partitions.length) problems.append(emptyRow(6, "none: every partition has a leader and its full ISR"));
     }
     const topics = document.getElementById("topics");
     if (topics && data.topics) {
       const cluster = data.cluster_id;
       topics.replaceChildren(...data.topics.map((name) => {
         const item = el("li");
-        const link = el("a", name);
+        const link = longId(name, "a");
         link.href = `/clusters/${encodeURIComponent(cluster)}/topics/${encodeURIComponent(name)}/`;
         item.append(link);
         return item;
       }));
+      if (!data.topics.length) {
+        topics.append(el("li", "No topics yet: create one on the Topics page, or let a producer create it (auto.create.topics.enable).", "empty-state empty-row"));
+      }
     }
   }
 
@@ -181,20 +204,12 @@
       if (body.dataset.operate) row.append(partitionActions(p));
       return row;
     }));
+    if (!data.partitions.length) rows.append(emptyRow(rows.closest("table").tHead.rows[0].cells.length, "no partitions: the topic's metadata has none (is it being deleted?)"));
   }
 
   const setText = (id, value) => {
     const node = document.getElementById(id);
     if (node) node.textContent = text(value);
-  };
-
-  // A table with no rows says so (the same words as the server-rendered page).
-  const emptyRow = (columns, words) => {
-    const row = el("tr", undefined, "empty-state");
-    const cell = el("td", words, "empty-row");
-    cell.colSpan = columns;
-    row.append(cell);
-    return row;
   };
 
   function renderGroup(data) {
@@ -208,18 +223,18 @@
     rows.replaceChildren(...data.lags.map((r) => {
       const row = el("tr");
       row.dataset.partition = `${r.topic_name}:${r.partition_id}`;
-      row.append(el("td", r.topic_name), el("td", r.partition_id),
+      row.append(idCell(r.topic_name), el("td", r.partition_id),
         el("td", num(r.current_offset), "committed"), el("td", num(r.log_end_offset), "hw"),
-        el("td", num(r.lag), "lag"), el("td", r.consumer_id || ""), el("td", r.client_id || ""));
+        el("td", num(r.lag), "lag"), idCell(r.consumer_id || ""), idCell(r.client_id || ""));
       return row;
     }));
-    if (!data.lags.length) rows.append(emptyRow(7, "no committed offsets and no assigned partitions"));
+    if (!data.lags.length) rows.append(emptyRow(7, "no committed offsets and no assigned partitions: they appear when a member of the group commits offsets or is assigned partitions"));
     const members = document.querySelector("#members tbody");
     members.replaceChildren(...data.member_list.map((m) => {
       const row = el("tr");
-      row.append(el("td", m.consumer_id), el("td", m.instance_id || ""), el("td", m.client_id),
+      row.append(idCell(m.consumer_id), idCell(m.instance_id || ""), idCell(m.client_id),
         el("td", m.client_host),
-        el("td", m.assignments.map((a) => `${a.topic_name}-${a.partition_id}`).join(" ")));
+        idCell(m.assignments.map((a) => `${a.topic_name}-${a.partition_id}`).join(" ")));
       return row;
     }));
     if (!data.member_list.length) members.append(emptyRow(5, "no members: the group is inactive"));
@@ -275,6 +290,7 @@
         el("td", nextAction(s), "next"));
       return row;
     }));
+    if (!data.segments.length) rows.append(emptyRow(8, "no segments yet: the broker creates the first when the partition gets its first record"));
   }
 
   function renderRun(run) {
@@ -282,7 +298,7 @@
     if (!rows) return;
     let row = rows.querySelector(`tr[data-run="${run.id}"]`);
     if (!row) {
-      const empty = rows.querySelector("tr.empty");  // "no runs yet"
+      const empty = rows.querySelector("tr.empty, tr.empty-state");  // "no runs yet"
       if (empty) empty.remove();
       row = el("tr");
       row.dataset.run = run.id;

@@ -60,6 +60,17 @@
       });
       return row;
     }));
+    if (!Object.keys(partitions).length) {
+      const row = document.createElement("tr");
+      row.className = "empty-state";
+      const cell = document.createElement("td");
+      cell.className = "empty-row";
+      cell.colSpan = 4;
+      cell.textContent = data.status === "succeeded" ? "no partition had records in the range"
+        : "no partition was loaded";
+      row.append(cell);
+      rows.append(row);
+    }
   }
 
   function render(data) {
@@ -82,6 +93,15 @@
   const percentOf = (data) => Math.floor((data.progress || 0) * 100 + 1e-9);
   const when = (ms) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
 
+  // The shared long-id display (style.css .long-id): wraps, whole id on hover and in the text.
+  function longId(value) {
+    const node = document.createElement("span");
+    node.className = "long-id";
+    node.textContent = value ?? "";
+    node.title = node.textContent;
+    return node;
+  }
+
   function cell(content, cls) {
     const node = document.createElement("td");
     if (content instanceof Node) node.append(content); else node.textContent = content ?? "";
@@ -98,7 +118,7 @@
         .find((r) => Number(r.dataset.load) < data.id);
       row = document.createElement("tr");
       row.dataset.load = data.id;
-      rows.querySelector("tr.empty")?.remove();
+      rows.querySelector("tr.empty, tr.empty-state")?.remove();
       rows.insertBefore(row, newer || null);
     }
     row.dataset.status = data.status;
@@ -106,6 +126,7 @@
     link.href = `${location.pathname.replace(/\/$/, "")}/${data.id}/`;
     link.textContent = data.id;
     const path = document.createElement("code");
+    path.className = "long-id";
     path.textContent = data.output;
     const bar = document.createElement("progress");
     bar.max = 100;
@@ -116,7 +137,7 @@
     detail.className = "muted progress-detail";
     detail.textContent = data.progress_text ? ` ${data.progress_text}` : "";
     progress.append(detail);
-    row.replaceChildren(cell(link), cell(data.direction_label), cell(data.topic), cell(path),
+    row.replaceChildren(cell(link), cell(data.direction_label), cell(longId(data.topic)), cell(path),
       cell(data.status, `load-${data.status}`), progress,
       cell((data.result || {}).rows, "rows"), cell(data.requested_by || ""),
       cell(when(data.created_ms)));

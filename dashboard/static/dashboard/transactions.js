@@ -11,6 +11,7 @@
   // Operators get an "Abort…" link on rows in these states (the page's confirmation panel).
   const abortable = body.dataset.canAbort ? body.dataset.canAbort.split(" ") : null;
   const num = (v) => (v === null || v === undefined ? "–" : Number(v).toLocaleString("en-US"));
+  const EMPTY = "no transactional ids yet: they appear when a producer with a transactional.id initialises its transactions";
   const el = (tag, text, cls) => {
     const node = document.createElement(tag);
     if (text !== undefined) node.textContent = String(text);
@@ -38,7 +39,7 @@
       row.dataset.state = t.state;
       const id = el("td", undefined, "id");
       id.title = t.transactional_id;
-      id.append(el("code", t.transactional_id));
+      id.append(el("code", t.transactional_id, "long-id"));
       const open = t.duration_ms !== null;  // the start of an open transaction only
       const started = el("td", open ? when(t.transaction_start_time_ms) : "–", "started");
       started.dataset.ms = open ? t.transaction_start_time_ms : "";
@@ -46,7 +47,7 @@
         el("td", t.producer_epoch ?? "–", "epoch"), el("td", t.coordinator_id, "coordinator"),
         el("td", t.transaction_timeout_ms === null ? "–" : `${num(t.transaction_timeout_ms)} ms`, "timeout"),
         started,
-        el("td", t.partitions.map((p) => `${p.topic_name}-${p.partition_id}`).join(", ") || "–", "partitions"));
+        el("td", t.partitions.map((p) => `${p.topic_name}-${p.partition_id}`).join(", ") || "–", "partitions long-id"));
       if (abortable) {
         const actions = el("td", undefined, "actions");
         if (abortable.includes(t.state)) {
@@ -60,7 +61,8 @@
     }));
     if (!data.length) {
       const row = el("tr", undefined, "empty-state");
-      const cell = el("td", "no transactional ids", "empty-row");
+      const state = new URLSearchParams(location.search).get("state");
+      const cell = el("td", state ? `no transactional ids in state ${state}` : EMPTY, "empty-row");
       cell.colSpan = abortable ? 9 : 8;
       row.append(cell);
       rows.append(row);
