@@ -6,6 +6,7 @@ an empty table."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -120,3 +121,17 @@ def test_live_updates_that_empty_a_list_show_the_empty_state(page, empty_dashboa
     expect(page.locator("#lags tbody tr.empty-state")).to_contain_text(
         "they appear when a member of the group commits offsets"
     )
+
+
+def test_a_spark_load_with_nothing_yet_says_so(kafka_cluster, client):
+    """A queued load has no log and no result yet: its page says so (Django's test client)."""
+    from dashboard.core.models import SparkLoad
+
+    from .conftest import make_user
+
+    client.force_login(make_user("elsa", "viewer"))
+    html = client.get("/clusters/local/spark-loads/").content.decode()
+    assert "no loads yet" in html
+    load = SparkLoad.objects.create(cluster=kafka_cluster, topic="orders", output="/o/empty")
+    html = client.get(f"/clusters/local/spark-loads/{load.pk}/").content.decode()
+    assert re.search(r"<p id=\"load-log-empty\" class=\"muted\"\s*>No log lines yet", html)

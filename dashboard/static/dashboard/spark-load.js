@@ -21,6 +21,8 @@
         const log = byId("load-log");
         const atBottom = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
         log.textContent = body.lines.join("\n");
+        const none = byId("load-log-empty");
+        if (none) none.hidden = body.lines.length > 0;
         if (atBottom) log.scrollTop = log.scrollHeight;
       })
       .catch(() => {});
