@@ -272,8 +272,11 @@ async def browse_records(ops: KafkaOps, topic: str, query: dict) -> BrowseResult
     if wanted is not None and wanted not in info.partitions:
         raise Http404(f"partition {wanted} not found")
     ids = [wanted] if wanted is not None else sorted(info.partitions)
-    high = await ops.list_offsets(topic, ids, LATEST)
-    low = await ops.list_offsets(topic, ids, EARLIEST)
+    # The bounds and, from a time, the offsets for it: asked at once, not one after another.
+    asked = [ops.list_offsets(topic, ids, LATEST), ops.list_offsets(topic, ids, EARLIEST)]
+    if "cursor" not in query and "timestamp" in query:
+        asked.append(ops.list_offsets(topic, ids, query["timestamp"]))
+    high, low, *by_time = await asyncio.gather(*asked)
     for answers in (high, low):
         for result in answers.values():
             if isinstance(result, Exception):
@@ -286,7 +289,7 @@ async def browse_records(ops: KafkaOps, topic: str, query: dict) -> BrowseResult
     if "cursor" in query:
         starts = {p: clamp(p, query["cursor"].get(p, low[p])) for p in ids}
     elif "timestamp" in query:
-        found = await ops.list_offsets(topic, ids, query["timestamp"])
+        (found,) = by_time
         starts = {p: high[p] if found[p] in (-1, None) else clamp(p, found[p]) for p in ids}
     elif "offset" in query:
         starts = {p: clamp(p, query["offset"]) for p in ids}
