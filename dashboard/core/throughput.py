@@ -24,6 +24,9 @@ from .models import Cluster, HistorySample
 # Counter -> the rate's name, in the order the pages show them.
 RATES = {"bytes_in": "bytes_in_per_s", "bytes_out": "bytes_out_per_s",
          "messages_in": "records_in_per_s"}  # fmt: skip
+# A broker's replication traffic (all topics only, as Kafka's ReplicationBytesIn/OutPerSec).
+REPLICATION_RATES = {"replication_bytes_in": "replication_bytes_in_per_s",
+                     "replication_bytes_out": "replication_bytes_out_per_s"}  # fmt: skip
 # Topics a live page asks each broker about per round (the admin API takes up to 1,000).
 MAX_TOPICS_PER_READ = 100
 
@@ -63,16 +66,20 @@ def _delta(now: int, before: int) -> int:
     return now - before if now >= before else now  # went down: restarted, counted from 0
 
 
-def _per_second(now: dict, before: dict, seconds: float) -> dict[str, float]:
+def _per_second(
+    now: dict, before: dict, seconds: float, names: dict[str, str] = RATES
+) -> dict[str, float]:
     return {
         rate: _delta(now.get(name, 0), before.get(name, 0)) / seconds
-        for name, rate in RATES.items()
+        for name, rate in names.items()
     }
 
 
 def rates(previous: Counters | None, current: Counters) -> dict[str, Any]:
     """{"brokers": {id: rates}, "topics": {name: rates}, "total": rates or None}, each
-    rates {"bytes_in_per_s", "bytes_out_per_s", "records_in_per_s"}; empty before two reads."""
+    rates {"bytes_in_per_s", "bytes_out_per_s", "records_in_per_s"}, a broker's also
+    "replication_bytes_in_per_s" and "replication_bytes_out_per_s"; empty before two
+    reads."""
     brokers: dict[int, dict[str, float]] = {}
     topics: dict[str, dict[str, float]] = {}
     for broker_id, now in current.items():
@@ -82,7 +89,9 @@ def rates(previous: Counters | None, current: Counters) -> dict[str, Any]:
         seconds = (now["taken_at_ms"] - before["taken_at_ms"]) / 1000
         if seconds <= 0:
             continue
-        brokers[broker_id] = _per_second(now["all_topics"], before["all_topics"], seconds)
+        brokers[broker_id] = _per_second(
+            now["all_topics"], before["all_topics"], seconds, {**RATES, **REPLICATION_RATES}
+        )
         earlier = before.get("topics", {})
         for name, counters in now.get("topics", {}).items():
             if name not in earlier and not before.get("complete"):

@@ -110,6 +110,9 @@ def test_rates_follow_a_real_producer_and_consumer(browser_page, live_dashboard)
         broker_in = "#broker-throughput [data-rate=bytes_in_per_s]"
         wait_until(lambda: (rate(page, broker_in) or 0) > 0, 30)
         assert BYTES_RATE.match(page.locator(broker_in).inner_text())
+        # One broker: nothing replicates, and the replication cards say so with a unit.
+        for name in ("replication_bytes_in_per_s", "replication_bytes_out_per_s"):
+            expect(page.locator(f"#broker-throughput [data-rate={name}]")).to_have_text("0 B/s")
 
         page.goto(f"{base}/topics/{topic}/")
         topic_in = "#topic-throughput [data-rate=bytes_in_per_s]"
@@ -234,10 +237,13 @@ def test_rates_between_two_reads_of_the_counters():
              2: read(3000, (800, 0, 8), {"a": (800, 0, 8)}),
              3: read(3000, (9, 9, 9), {})}  # fmt: skip  # no earlier read: no rate
     found = rates(before, after)
+    no_replication = {"replication_bytes_in_per_s": 0.0, "replication_bytes_out_per_s": 0.0}
     assert found["brokers"] == {
-        1: {"bytes_in_per_s": 1000.0, "bytes_out_per_s": 2000.0, "records_in_per_s": 10.0},
-        2: {"bytes_in_per_s": 400.0, "bytes_out_per_s": 0.0, "records_in_per_s": 4.0},
-    }
+        1: {"bytes_in_per_s": 1000.0, "bytes_out_per_s": 2000.0, "records_in_per_s": 10.0,
+            **no_replication},
+        2: {"bytes_in_per_s": 400.0, "bytes_out_per_s": 0.0, "records_in_per_s": 4.0,
+            **no_replication},
+    }  # fmt: skip
     assert found["topics"]["a"] == {
         "bytes_in_per_s": 900.0, "bytes_out_per_s": 2000.0, "records_in_per_s": 9.0
     }  # fmt: skip
@@ -245,6 +251,14 @@ def test_rates_between_two_reads_of_the_counters():
     assert found["total"]["bytes_in_per_s"] == 1400.0
     # After a narrowed read (only the watched topics), a topic it did not ask about has no
     # rate yet rather than its whole count since start-up.
+    # A broker's replication traffic, from its all-topics counters.
+    first, second = read(1000, (0, 0, 0), {}), read(3000, (0, 0, 0), {})
+    first["all_topics"].update(replication_bytes_in=100, replication_bytes_out=0)
+    second["all_topics"].update(replication_bytes_in=4100, replication_bytes_out=600)
+    assert rates({1: first}, {1: second})["brokers"][1] == {
+        "bytes_in_per_s": 0.0, "bytes_out_per_s": 0.0, "records_in_per_s": 0.0,
+        "replication_bytes_in_per_s": 2000.0, "replication_bytes_out_per_s": 300.0,
+    }  # fmt: skip
     narrowed = {1: read(1000, (0, 0, 0), {"a": (0, 0, 0)}, complete=False)}
     later = {1: read(2000, (10, 0, 1), {"a": (0, 0, 0), "b": (10, 0, 1)}, complete=False)}
     assert set(rates(narrowed, later)["topics"]) == {"a"}

@@ -2,7 +2,8 @@
 // counters, computed by the collector between two rounds) on the overview, broker and topic
 // pages. live.js hands every snapshot to Throughput.render; elements say what they show:
 //   data-rates-of="total" | "broker" (with data-broker) | "topic", holding
-//   elements with data-rate="bytes_in_per_s" | "bytes_out_per_s" | "records_in_per_s".
+//   elements with data-rate="bytes_in_per_s" | "bytes_out_per_s" | "records_in_per_s"
+//   (a broker's also "replication_bytes_in_per_s" | "replication_bytes_out_per_s").
 (function () {
   "use strict";
   const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -19,7 +20,7 @@
   };
   const format = (rate, value) => {
     if (value === null || value === undefined) return "–";
-    return rate.startsWith("bytes") ? bytesPerSecond(value) : recordsPerSecond(value);
+    return rate.includes("bytes") ? bytesPerSecond(value) : recordsPerSecond(value);
   };
   const RATES = ["bytes_in_per_s", "bytes_out_per_s", "records_in_per_s"];
 
