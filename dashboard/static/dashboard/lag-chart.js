@@ -20,6 +20,28 @@
     [xs, ys],
     target,
   );
+  // A single point spans the ten minutes up to it, not uPlot's years around it.
+  const oneRound = () => {
+    if (xs.length === 1) chart.setScale("x", { min: xs[0] - 600, max: xs[0] + 30 });
+  };
+  oneRound();
+  // Before the first point: a sentence instead of empty axes, until a snapshot brings one.
+  let note = null;
+  const emptyState = () => {
+    if (xs.length && note) {
+      note.remove();
+      note = null;
+      target.hidden = false;
+      chart.setSize({ width: Math.max(target.clientWidth, 400), height: 220 });
+    } else if (!xs.length && !note) {
+      note = document.createElement("p");
+      note.className = "muted history-empty";
+      note.textContent = "No lag recorded yet: a point is added with every snapshot of the group.";
+      target.hidden = true;
+      target.after(note);
+    }
+  };
+  emptyState();
   target.dataset.points = String(xs.length);
   window.LagChart = {
     push(seconds, lag) {
@@ -28,6 +50,8 @@
       ys.push(lag);
       if (xs.length > MAX_POINTS) { xs.shift(); ys.shift(); }
       chart.setData([xs, ys]);
+      emptyState();
+      oneRound();
       target.dataset.points = String(xs.length);
       target.dataset.last = String(lag);
     },
