@@ -252,19 +252,13 @@ def running_dashboard(
         log.close()
 
 
-@pytest.fixture(scope="session")
-def live_dashboard(zookeeper, tmp_path_factory, redis_server):
-    """A live dashboard on its own broker (see running_dashboard)."""
+@contextlib.contextmanager
+def dashboard_on_own_broker(zookeeper, tmp_path_factory, redis_server, **broker_props):
+    """A live dashboard (see running_dashboard) on a broker of its own started with
+    `broker_props`; the broker is `dashboard.broker`."""
     from tests.conftest import new_broker
 
-    # No cleaner thread: compaction happens when the maintenance page asks for it.
-    broker = new_broker(
-        zookeeper,
-        tmp_path_factory,
-        num_partitions="3",
-        group_initial_rebalance_delay_ms="0",
-        log_cleaner_enable="false",
-    ).start()
+    broker = new_broker(zookeeper, tmp_path_factory, **broker_props).start()
     try:
         with running_dashboard(
             tmp_path_factory,
@@ -277,6 +271,21 @@ def live_dashboard(zookeeper, tmp_path_factory, redis_server):
             yield dashboard
     finally:
         broker.kill()
+
+
+@pytest.fixture(scope="session")
+def live_dashboard(zookeeper, tmp_path_factory, redis_server):
+    """A live dashboard on its own broker (see running_dashboard)."""
+    # No cleaner thread: compaction happens when the maintenance page asks for it.
+    with dashboard_on_own_broker(
+        zookeeper,
+        tmp_path_factory,
+        redis_server,
+        num_partitions="3",
+        group_initial_rebalance_delay_ms="0",
+        log_cleaner_enable="false",
+    ) as dashboard:
+        yield dashboard
 
 
 @contextlib.contextmanager

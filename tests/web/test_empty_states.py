@@ -14,30 +14,21 @@ from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
 from playwright.sync_api import expect
 
-from .conftest import ARTIFACTS, broker_admin_token_ref, running_dashboard, wait_until
+from .conftest import ARTIFACTS, dashboard_on_own_broker, wait_until
 from .test_browser import LIVE_EXPECT_TIMEOUT_MS, chromium_context, log_in
 
 
 @pytest.fixture(scope="module")
 def empty_dashboard(zookeeper, tmp_path_factory, redis_server):
     """A live dashboard on a broker of its own that nothing else touches."""
-    from tests.conftest import new_broker
-
-    broker = new_broker(
-        zookeeper, tmp_path_factory, num_partitions="1", group_initial_rebalance_delay_ms="0"
-    ).start()
-    try:
-        with running_dashboard(
-            tmp_path_factory,
-            redis_server,
-            broker.bootstrap,
-            broker.props["zookeeper.connect"],
-            broker_admin_token_ref(broker),
-        ) as dashboard:
-            dashboard.broker = broker
-            yield dashboard
-    finally:
-        broker.kill()
+    with dashboard_on_own_broker(
+        zookeeper,
+        tmp_path_factory,
+        redis_server,
+        num_partitions="1",
+        group_initial_rebalance_delay_ms="0",
+    ) as dashboard:
+        yield dashboard
 
 
 @pytest.fixture

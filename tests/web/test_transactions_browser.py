@@ -11,37 +11,25 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import new_broker
-
-from .conftest import ARTIFACTS, broker_admin_token_ref, running_dashboard
+from .conftest import ARTIFACTS, dashboard_on_own_broker
 from .test_browser import LIVE_EXPECT_TIMEOUT_MS, chromium_context, log_in
 from .test_transactions_console import open_transaction
 
 
 @pytest.fixture(scope="module")
 def txn_dashboard(zookeeper, tmp_path_factory, redis_server):
-    broker = new_broker(
+    with dashboard_on_own_broker(
         zookeeper,
         tmp_path_factory,
+        redis_server,
         num_partitions="2",
         offsets_topic_num_partitions="3",
         offsets_topic_replication_factor="1",
         transaction_state_log_num_partitions="3",
         transaction_state_log_replication_factor="1",
         transaction_state_log_min_isr="1",
-    ).start()
-    try:
-        with running_dashboard(
-            tmp_path_factory,
-            redis_server,
-            broker.bootstrap,
-            broker.props["zookeeper.connect"],
-            broker_admin_token_ref(broker),
-        ) as dashboard:
-            dashboard.broker = broker
-            yield dashboard
-    finally:
-        broker.kill()
+    ) as dashboard:
+        yield dashboard
 
 
 def shoot(page, name: str) -> None:
