@@ -400,15 +400,10 @@ class ReplicaFetcher:
         keys = [s.partition.key for s, _, _ in appends] + [s.partition.key for s, _ in restarts]
         appended: list[tuple[FetchState, int]]
         failure: Exception | None
-        appended, failure = await self._write_off_loop(keys, self._write_fetched, appends, restarts)
-        written = {id(state) for state, _ in appended}
-        self._replicated_in(
-            sum(
-                len(data.records)
-                for state, _, data in appends
-                if id(state) in written and data.records
-            )
+        appended, written, failure = await self._write_off_loop(
+            keys, self._write_fetched, appends, restarts
         )
+        self._replicated_in(written)
         for state, high_watermark in appended:
             if self.partitions.get(state.partition.key) is state:
                 state.partition.update_follower_high_watermark(high_watermark)
@@ -417,11 +412,13 @@ class ReplicaFetcher:
 
     def _write_fetched(
         self, appends: list[tuple[FetchState, int, Any]], restarts: list[tuple[FetchState, int]]
-    ) -> tuple[list[tuple[FetchState, int]], Exception | None]:
+    ) -> tuple[list[tuple[FetchState, int]], int, Exception | None]:
         """On a worker thread: the fetched records appended, and logs restarted at the
-        leader's log start. Returns the appended partitions with the leader's HW, and the
-        first failure (the fetcher logs it and backs off)."""
+        leader's log start. Returns the appended partitions with the leader's HW, the bytes
+        appended (Kafka's ReplicationBytesIn), and the first failure (the fetcher logs it
+        and backs off)."""
         appended = []
+        written = 0
         try:
             for state, offset, data in appends:
                 partition_log = state.partition.log
@@ -430,6 +427,7 @@ class ReplicaFetcher:
                 try:
                     if data.records:
                         partition_log.append_as_follower(data.records)
+                        written += len(data.records)
                 except (OSError, log_errors.KafkaStorageError) as exc:
                     self._storage_failed(state, exc)  # this dir alone; the others go on
                     continue
@@ -447,8 +445,8 @@ class ReplicaFetcher:
                 except (OSError, log_errors.KafkaStorageError) as exc:
                     self._storage_failed(state, exc)
         except Exception as exc:  # noqa: BLE001 - raised on the loop, after the HW updates
-            return appended, exc
-        return appended, None
+            return appended, written, exc
+        return appended, written, None
 
     def _partition_error(self, state: FetchState, code: int, retry_at: float) -> None:
         if code == ErrorCode.unknown_leader_epoch:

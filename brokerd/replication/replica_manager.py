@@ -99,9 +99,9 @@ class ReplicaManager:
         self.leadership_listeners: list = []
         self.purgatory = FetchPurgatory()
         self.produce_purgatory = ProducePurgatory()
+        self.stats: ReplicationStats = stats if stats is not None else NoStats()
         # A follower's failed write takes its log dir offline at once (fail_dir, on the
         # fetcher's worker thread), as a leader's failed append does.
-        self.stats: ReplicationStats = stats if stats is not None else NoStats()
         self.fetchers = ReplicaFetcherManager(
             local_id,
             settings,

@@ -9,10 +9,10 @@
   const history = JSON.parse(source.textContent) || [];
   const xs = history.map((p) => p[0]);
   const ys = history.map((p) => p[1]);
+  const size = () => ({ width: Math.max(target.clientWidth, 400), height: 220 });
   const chart = new uPlot(
     {
-      width: Math.max(target.clientWidth, 400),
-      height: 220,
+      ...size(),
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max, 1)] } },
       series: [{}, { label: "total lag", stroke: "#2d6cdf", width: 2, fill: "rgba(45,108,223,0.08)" }],
       axes: [{}, { label: "records" }],
@@ -32,7 +32,7 @@
       note.remove();
       note = null;
       target.hidden = false;
-      chart.setSize({ width: Math.max(target.clientWidth, 400), height: 220 });
+      chart.setSize(size());
     } else if (!xs.length && !note) {
       note = document.createElement("p");
       note.className = "muted history-empty";
@@ -56,5 +56,5 @@
       target.dataset.last = String(lag);
     },
   };
-  window.addEventListener("resize", () => chart.setSize({ width: Math.max(target.clientWidth, 400), height: 220 }));
+  window.addEventListener("resize", () => chart.setSize(size()));
 })();
