@@ -185,6 +185,9 @@ class LogManager:
         # replace replication-offset-checkpoint through one `.tmp` name: unserialised, one
         # rename moves the other's file away and its FileNotFoundError takes the dir offline.
         self._checkpoint_lock = threading.Lock()
+        # What each checkpoint file last got from this manager (see _write_checkpoint).
+        self._written_checkpoints: dict[Path, dict[tuple[str, int], int]] = {}
+        self._log_dir_parents: dict[tuple[tuple[str, int], bool], tuple[Path, Path]] = {}
         # next_log_dir's partitions per dir, and the sizes of (logs, future_logs) they
         # were counted at (see _dir_counts); None after a delete, a move or a failed dir.
         self._counts_by_dir: dict[Path, int] = {}
@@ -594,30 +597,24 @@ class LogManager:
     def checkpoint(self) -> None:
         """Recovery points, log start offsets and high watermarks, per live log dir; a dir
         whose checkpoint cannot be written goes offline (Kafka's LogDirFailureChannel)."""
-        with self._logs_lock:
-            # Future logs too, each in its own dir (Kafka's logsByDir): a move resumed
-            # after a crash recovers only what its copy had not flushed.
-            every = [*self.logs.items(), *self.future_logs.items()]
-        for directory in self.live_log_dirs():
-            in_dir = {
-                tp: partition_log
-                for tp, partition_log in every
-                if partition_log.dir.parent == directory
-            }
+        for directory, in_dir in self._logs_by_dir().items():
             try:
                 with self._checkpoint_lock:
-                    OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).write(
-                        {tp: lg.recovery_point for tp, lg in in_dir.items()}
+                    self._write_checkpoint(
+                        directory / RECOVERY_POINT_CHECKPOINT,
+                        {tp: lg.recovery_point for tp, lg in in_dir.items()},
                     )
-                    OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).write(
+                    self._write_checkpoint(
+                        directory / LOG_START_CHECKPOINT,
                         {
                             tp: lg.log_start_offset
                             for tp, lg in in_dir.items()
                             if lg.log_start_offset > 0
-                        }
+                        },
                     )
-                    OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
-                        {tp: lg.high_watermark for tp, lg in in_dir.items()}
+                    self._write_checkpoint(
+                        directory / REPLICATION_CHECKPOINT,
+                        {tp: lg.high_watermark for tp, lg in in_dir.items()},
                     )
             except OSError as exc:
                 self.fail_dir(directory, f"writing a checkpoint failed: {exc}")
@@ -626,16 +623,53 @@ class LogManager:
         """Only the replication-offset-checkpoint of each live log dir, future logs
         included (Kafka's ReplicaManager.checkpointHighWatermarks, every
         replica.high.watermark.checkpoint.interval.ms)."""
-        with self._logs_lock:
-            every = [*self.logs.items(), *self.future_logs.items()]
-        for directory in self.live_log_dirs():
+        for directory, in_dir in self._logs_by_dir().items():
             try:
                 with self._checkpoint_lock:
-                    OffsetCheckpointFile(directory / REPLICATION_CHECKPOINT).write(
-                        {tp: lg.high_watermark for tp, lg in every if lg.dir.parent == directory}
+                    self._write_checkpoint(
+                        directory / REPLICATION_CHECKPOINT,
+                        {tp: lg.high_watermark for tp, lg in in_dir.items()},
                     )
             except OSError as exc:
                 self.fail_dir(directory, f"writing a checkpoint failed: {exc}")
+
+    def _logs_by_dir(self) -> dict[Path, dict[tuple[str, int], Log]]:
+        """Every log of each live log dir, future logs included, each in its own dir
+        (Kafka's logsByDir: a move resumed after a crash recovers only what its copy had
+        not flushed)."""
+        with self._logs_lock:
+            every = [
+                *((tp, lg, False) for tp, lg in self.logs.items()),
+                *((tp, lg, True) for tp, lg in self.future_logs.items()),
+            ]
+        grouped: dict[Path, dict[tuple[str, int], Log]] = {d: {} for d in self.live_log_dirs()}
+        # Each log's dir and the log dir holding it, kept while the log stays where it is:
+        # Path.parent and Path comparisons cost microseconds, times 10,000 logs.
+        known = self._log_dir_parents
+        kept: dict[tuple[tuple[str, int], bool], tuple[Path, Path]] = {}
+        for tp, partition_log, future in every:
+            directory = partition_log.dir
+            entry = known.get((tp, future))
+            if entry is None or entry[0] is not directory:
+                parent = directory.parent
+                # The live dir's own object, so the lookup below is an identity match.
+                parent = next((d for d in grouped if d == parent), parent)
+                entry = (directory, parent)
+            kept[(tp, future)] = entry
+            in_dir = grouped.get(entry[1])
+            if in_dir is not None:
+                in_dir[tp] = partition_log
+        self._log_dir_parents = kept
+        return grouped
+
+    def _write_checkpoint(self, path: Path, offsets: dict[tuple[str, int], int]) -> None:
+        """Write `offsets` to the checkpoint file `path`, unless it holds exactly them
+        already (as last written here): an idle broker's timers write nothing. Under
+        _checkpoint_lock."""
+        if self._written_checkpoints.get(path) == offsets:
+            return
+        OffsetCheckpointFile(path).write(offsets)
+        self._written_checkpoints[path] = offsets
 
     def flush_dirty_logs(self) -> None:
         """flush.ms for idle logs: appends check it too, but a quiet log needs a timer."""

@@ -58,7 +58,13 @@ class FetchSessionHandler:
         self.partitions: dict[Key, PartitionFetch] = {}
         self.full_fetches = 0  # session starts (first, after errors and restarts)
 
+    @property
+    def needs_full(self) -> bool:
+        """The next request opens a session: it must list every partition wanted."""
+        return self.next_epoch == INITIAL_EPOCH
+
     def build(self, wanted: dict[Key, PartitionFetch]) -> FetchPlan:
+        """A request for exactly `wanted` (every partition the fetcher wants now)."""
         if self.next_epoch == INITIAL_EPOCH:
             # Full: every partition; with our old session id, the leader closes that one.
             return FetchPlan(self.session_id, INITIAL_EPOCH, dict(wanted), [], dict(wanted))
@@ -66,6 +72,23 @@ class FetchSessionHandler:
         send = {key: fetch for key, fetch in wanted.items() if held.get(key) != fetch}
         forget = [key for key in held if key not in wanted]
         return FetchPlan(self.session_id, self.next_epoch, send, forget, dict(wanted))
+
+    def build_changes(self, changes: dict[Key, PartitionFetch | None]) -> FetchPlan:
+        """An incremental request from what changed since the last one: each key with what
+        is wanted of it now, or None when it is no longer wanted. Partitions not named stay
+        in the session as they are, so a quiet round costs nothing per partition. Call only
+        once a session is open (not `needs_full`)."""
+        assert not self.needs_full, "a new session lists every partition: use build()"
+        held = self.partitions  # updated in place: one request is in flight at a time
+        send: dict[Key, PartitionFetch] = {}
+        forget: list[Key] = []
+        for key, fetch in changes.items():
+            if fetch is None:
+                if held.pop(key, None) is not None:
+                    forget.append(key)
+            elif held.get(key) != fetch:
+                held[key] = send[key] = fetch
+        return FetchPlan(self.session_id, self.next_epoch, send, forget, held)
 
     def handle_response(self, plan: FetchPlan, error_code: int, session_id: int) -> bool:
         """After the leader answered `plan`: False if the answer is a session error (its

@@ -7,7 +7,10 @@ history, and cuts its log there — never to its high watermark, which would los
 as replica_id, appends what comes as a follower, and takes min(own LEO, leader HW) as HW.
 Each fetcher keeps one fetch session (KIP-227, `fetch_session.py`) with its leader, so once
 the session is open a fetch lists only the partitions whose fetch offset or epoch changed,
-and an idle follower's fetch none.
+and an idle follower's fetch none. Building that request looks only at the partitions marked
+changed since the last one (added, removed, appended to, truncated, backing off or done
+backing off), not at every partition: an idle round costs nothing per partition. A whole
+look every FULL_LOOK_S is a backstop.
 
 Truncations and appends delete files and fsync (segments, the leader-epoch checkpoint), so
 they run on a worker thread, never on the event loop. Each fetcher does one such step at a
@@ -39,7 +42,7 @@ from brokerd.log.leader_epochs import UNDEFINED_EPOCH_OFFSET
 from brokerd.protocol.errors import ErrorCode
 from brokerd.util.background import BackgroundTasks
 
-from .fetch_session import FetchSessionHandler, PartitionFetch
+from .fetch_session import FetchPlan, FetchSessionHandler, PartitionFetch
 
 if TYPE_CHECKING:
     from brokerd.client.connection import ClientSecurity
@@ -58,6 +61,8 @@ SecurityFor = Callable[["Endpoint"], "ClientSecurity"]
 # Called on the worker thread whose write to a log dir failed (log dir, reason): the log
 # manager's fail_dir, which takes the dir offline at once (Kafka's LogDirFailureChannel).
 LogDirFailed = Callable[[Path, str], object]
+# Seconds between two looks at every partition of a fetcher when building its request.
+FULL_LOOK_S = 10.0
 
 
 def _ignore_dir_failure(directory: Path, reason: str) -> None:
@@ -125,6 +130,14 @@ class ReplicaFetcher:
         self._security_for = security_for
         self._log_dir_failed = log_dir_failed
         self.partitions: dict[Key, FetchState] = {}
+        # What a round's request is built from (see the module's docstring): keys that may
+        # want something else of the leader since the last request, keys waiting to
+        # truncate, keys backing off, and the state each key of the session was sent for.
+        self._dirty: set[Key] = set()
+        self._truncating: set[Key] = set()
+        self._delayed: set[Key] = set()
+        self._asked: dict[Key, FetchState] = {}
+        self._full_look_at = 0.0
         # The worker-thread step writing each partition's log, while it runs.
         self._writing: dict[Key, asyncio.Future] = {}
         self._changed = asyncio.Event()
@@ -154,12 +167,18 @@ class ReplicaFetcher:
             await self._connection.close()
 
     def add(self, partition: Partition, leader_epoch: int) -> None:
-        self.partitions[partition.key] = FetchState(partition, leader_epoch)
+        key = partition.key
+        self.partitions[key] = FetchState(partition, leader_epoch)  # truncates first
+        self._truncating.add(key)
+        self._dirty.add(key)
         self._changed.set()
 
     async def remove(self, key: Key) -> None:
         """Stop fetching `key`; returns once no step of this fetcher writes its log."""
         self.partitions.pop(key, None)
+        self._truncating.discard(key)
+        self._delayed.discard(key)
+        self._dirty.add(key)  # forgotten by the next request
         writing = self._writing.get(key)
         if writing is not None:
             await asyncio.wait({writing})
@@ -196,7 +215,7 @@ class ReplicaFetcher:
                 if connection is None:
                     await asyncio.sleep(backoff)
                     continue
-                if any(s.truncating for s in self.partitions.values()):
+                if self._truncating:
                     await self._truncate(connection)
                 await self._fetch(connection)
             except asyncio.CancelledError:
@@ -236,14 +255,14 @@ class ReplicaFetcher:
 
     # Truncation (OffsetForLeaderEpoch) -----------------------------------------------
     async def _truncate(self, connection: BrokerConnection) -> None:
-        pending = {k: s for k, s in self.partitions.items() if s.truncating}
+        pending = {k: self.partitions[k] for k in self._truncating if k in self.partitions}
         asked: dict[Key, int] = {}
         topics: dict[str, list] = {}
         for key, state in pending.items():
             local_epoch = state.partition.log.latest_epoch
             if local_epoch is None:
                 # No epochs: an empty log (or only pre-0.11 batches) has nothing to cut.
-                state.truncating = False
+                self._truncated(state)
                 continue
             asked[key] = local_epoch
             topics.setdefault(key[0], []).append(
@@ -285,7 +304,20 @@ class ReplicaFetcher:
             [state.partition.key for state, *_ in cuts], self._truncate_logs, cuts
         )
         for state, *_ in cuts:
-            state.truncating = False
+            self._truncated(state)
+
+    def _truncated(self, state: FetchState) -> None:
+        state.truncating = False
+        key = state.partition.key
+        if self.partitions.get(key) is state:  # not removed or re-added meanwhile
+            self._truncating.discard(key)
+            self._dirty.add(key)
+
+    def _truncate_again(self, state: FetchState) -> None:
+        state.truncating = True
+        key = state.partition.key
+        self._truncating.add(key)
+        self._dirty.add(key)
 
     def _truncate_logs(self, cuts: list[tuple[FetchState, int, int, int]]) -> None:
         """On a worker thread. A failure leaves every partition truncating, to retry; a
@@ -319,19 +351,10 @@ class ReplicaFetcher:
     async def _fetch(self, connection: BrokerConnection) -> None:
         settings = self.settings
         loop = asyncio.get_running_loop()
-        now = loop.time()
-        ready = {
-            k: s for k, s in self.partitions.items() if not s.truncating and s.delayed_until <= now
-        }
-        if not ready:
-            await asyncio.sleep(0.05)
+        plan = self._plan(loop.time())
+        if not plan.wanted and not plan.forget:
+            await asyncio.sleep(0.05)  # all truncating or backing off (or none left)
             return
-        max_bytes = settings.replica_fetch_max_bytes
-        wanted = {
-            key: PartitionFetch(state.partition.log.log_end_offset, state.leader_epoch, max_bytes)
-            for key, state in ready.items()
-        }
-        plan = self.session.build(wanted)
         topics: dict[str, list] = {}
         for key, fetch in plan.send.items():
             topics.setdefault(key[0], []).append(
@@ -384,11 +407,11 @@ class ReplicaFetcher:
         for topic in response.responses:
             for data in topic.partitions:
                 key = (topic.topic, data.partition_index)
-                asked = ready.get(key)
+                asked = self._asked.get(key)
                 if asked is None or self.partitions.get(key) is not asked:
                     continue
                 if data.error_code == ErrorCode.none:
-                    appends.append((asked, wanted[key].fetch_offset, data))
+                    appends.append((asked, plan.wanted[key].fetch_offset, data))
                 elif data.error_code == ErrorCode.offset_out_of_range:
                     restart_at = self._out_of_range(asked, data)
                     if restart_at is not None:
@@ -398,6 +421,9 @@ class ReplicaFetcher:
         if not appends and not restarts:
             return
         keys = [s.partition.key for s, _, _ in appends] + [s.partition.key for s, _ in restarts]
+        # Their LEO moves (or a write fails and they back off): asked again for the next.
+        self._dirty.update(s.partition.key for s, _, data in appends if data.records)
+        self._dirty.update(s.partition.key for s, _ in restarts)
         appended: list[tuple[FetchState, int]]
         failure: Exception | None
         appended, written, failure = await self._write_off_loop(
@@ -448,7 +474,48 @@ class ReplicaFetcher:
             return appended, written, exc
         return appended, written, None
 
+    def _plan(self, now: float) -> FetchPlan:
+        """This round's request: built from the partitions marked changed, or from all of
+        them when a session opens and every FULL_LOOK_S."""
+        for key in [k for k in self._delayed if self._waiting_until(k) <= now]:
+            self._delayed.discard(key)
+            self._dirty.add(key)
+        max_bytes = self.settings.replica_fetch_max_bytes
+        if self.session.needs_full or now >= self._full_look_at:
+            self._full_look_at = now + FULL_LOOK_S
+            self._dirty.clear()
+            wanted = {}
+            for key in self.partitions:
+                fetch = self._want(key, now, max_bytes)
+                if fetch is not None:
+                    wanted[key] = fetch
+            self._asked = {key: self.partitions[key] for key in wanted}
+            return self.session.build(wanted)
+        changes = {key: self._want(key, now, max_bytes) for key in self._dirty}
+        self._dirty.clear()
+        for key, fetch in changes.items():
+            if fetch is None:
+                self._asked.pop(key, None)
+            else:
+                self._asked[key] = self.partitions[key]
+        return self.session.build_changes(changes)
+
+    def _want(self, key: Key, now: float, max_bytes: int) -> PartitionFetch | None:
+        """What to ask the leader of `key` now; None while it truncates or backs off."""
+        state = self.partitions.get(key)
+        if state is None or state.truncating:
+            return None
+        if state.delayed_until > now:
+            self._delayed.add(key)
+            return None
+        return PartitionFetch(state.partition.log.log_end_offset, state.leader_epoch, max_bytes)
+
+    def _waiting_until(self, key: Key) -> float:
+        state = self.partitions.get(key)
+        return 0.0 if state is None else state.delayed_until
+
     def _partition_error(self, state: FetchState, code: int, retry_at: float) -> None:
+        self._dirty.add(state.partition.key)  # out of the session until retry_at
         if code == ErrorCode.unknown_leader_epoch:
             state.delayed_until = retry_at  # the leader has not applied our epoch yet
             return
@@ -463,14 +530,13 @@ class ReplicaFetcher:
         )
         state.delayed_until = retry_at
 
-    @staticmethod
-    def _out_of_range(state: FetchState, data) -> int | None:
+    def _out_of_range(self, state: FetchState, data) -> int | None:
         """Our LEO is outside the leader's log: below its start (retention), the offset to
         restart at; above its end (should not survive truncation), None and truncate again."""
         leader_start = data.log_start_offset
         if leader_start >= 0 and state.partition.log.log_end_offset < leader_start:
             return leader_start
-        state.truncating = True
+        self._truncate_again(state)
         return None
 
 

@@ -121,7 +121,7 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
     seq = purgatory.change_seq
     if incremental:
         assert session is not None
-        wanted = _session_reads(ctx, session, requested, time.monotonic())
+        wanted = _session_reads(ctx, session, requested, time.monotonic(), body.replica_id)
     denied = _unreadable(ctx, wanted, body.replica_id)  # ACLs: READ on each topic
     if denied:
         wanted = OrderedDict((k, v) for k, v in wanted.items() if k not in denied)
@@ -161,7 +161,9 @@ async def handle_fetch(ctx: HandlerContext, request: Request):
         if incremental and not purgatory.closed:
             assert session is not None
             seq = purgatory.change_seq
-            wanted = _session_reads(ctx, session, requested, time.monotonic(), full=False)
+            wanted = _session_reads(
+                ctx, session, requested, time.monotonic(), body.replica_id, full=False
+            )
             for key in carried:
                 if key not in wanted and key in session.partitions:
                     wanted[key] = session.partitions[key]
@@ -211,24 +213,55 @@ def _session_reads(
     session: FetchSession,
     requested: OrderedDict,
     now: float,
+    replica_id: int,
     full: bool = True,
 ) -> OrderedDict:
     """The partitions an incremental fetch reads: those listed in it, those notified since
     the session's last answer and those pending, in that session's order of need; all of
-    them when the journal no longer reaches back or the sweep is due (`full`)."""
+    them when the journal no longer reaches back or the sweep is due (`full`). A follower's
+    sweep reads only what `_follower_sweep` finds changed."""
     partitions = session.partitions
     # A walk of the broker's changes longer than the session costs more than its reads.
     changed = ctx.replicas.purgatory.changes_since(session.seen_seq, len(partitions))
+    swept: list = []
     if full and (changed is None or now >= session.sweep_due):
         session.sweep_due = now + _sweep_interval(ctx)
-        return partitions
+        if changed is None or replica_id < 0:
+            return partitions
+        swept = _follower_sweep(ctx, session, replica_id)
     keys = dict.fromkeys(session.pending)
     keys.update(dict.fromkeys(requested))
     if changed is None:
         keys.update(dict.fromkeys(partitions))
     else:
         keys.update(dict.fromkeys(changed))
+    keys.update(dict.fromkeys(swept))
     return OrderedDict((key, partitions[key]) for key in keys if key in partitions)
+
+
+def _follower_sweep(ctx: HandlerContext, session: FetchSession, replica_id: int) -> list:
+    """A follower session's periodic look at every partition, without reading them: the
+    follower's caught-up time renewed where it is at the log end (what keeps a quiet
+    follower in the ISR), and the partitions to read returned: those with records for it,
+    a high watermark or log start it was not told (moved without a notification, e.g. by
+    retention) or no longer led here (read for their error)."""
+    replicas = ctx.replicas
+    leaders = replicas.leaders
+    to_read = []
+    for key, state in session.partitions.items():
+        leader = leaders.get(key)
+        if leader is None or 0 <= state.current_leader_epoch != leader.leader_epoch:
+            to_read.append(key)
+            continue
+        replicas.record_follower_fetch(replica_id, leader, state.fetch_offset)
+        partition_log = leader.log
+        if (
+            state.fetch_offset < partition_log.log_end_offset
+            or partition_log.high_watermark != state.last_high_watermark
+            or partition_log.log_start_offset != state.last_log_start_offset
+        ):
+            to_read.append(key)
+    return to_read
 
 
 def _sweep_interval(ctx: HandlerContext) -> float:

@@ -370,3 +370,33 @@ def test_the_two_checkpoint_timers_never_take_the_dir_offline_when_they_meet(tmp
     assert manager.offline_dirs == {}
     assert len(OffsetCheckpointFile(tmp_path / REPLICATION_CHECKPOINT).read()) == 200
     manager.shutdown()
+
+
+def test_an_idle_brokers_checkpoint_timers_rewrite_nothing(tmp_path):
+    """Every replica.high.watermark.checkpoint.interval.ms a broker of 10,000 idle logs
+    rewrote (and fsynced) the same file: a checkpoint is written only when what it holds
+    changed since this manager last wrote it."""
+    manager = started([tmp_path])
+    log = manager.get_or_create_log("orders", 0)
+    manager.get_or_create_log("orders", 1)
+    log.append_as_leader(batch(b"v"), leader_epoch=0)
+    log.update_high_watermark(1)
+    manager.checkpoint()
+    path = tmp_path / REPLICATION_CHECKPOINT
+    written = {name: os.stat(tmp_path / name).st_ino for name in CHECKPOINTS}
+    manager.checkpoint_high_watermarks()
+    manager.checkpoint()
+    assert {name: os.stat(tmp_path / name).st_ino for name in CHECKPOINTS} == written
+
+    log.append_as_leader(batch(b"w"), leader_epoch=0)
+    log.update_high_watermark(2)
+    manager.checkpoint_high_watermarks()
+    assert os.stat(path).st_ino != written[REPLICATION_CHECKPOINT]
+    assert OffsetCheckpointFile(path).read() == {("orders", 0): 2, ("orders", 1): 0}
+    manager.get_or_create_log("orders", 2)  # a new log is a change too
+    manager.checkpoint_high_watermarks()
+    assert ("orders", 2) in OffsetCheckpointFile(path).read()
+    manager.shutdown()
+
+
+CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT)

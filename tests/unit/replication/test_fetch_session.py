@@ -67,3 +67,20 @@ def test_a_leader_without_a_free_session_gets_full_fetches():
         plan = handler.build({A: at(5)})
         assert plan.full and plan.send == {A: at(5)}
         assert handler.handle_response(plan, ErrorCode.none, 0)
+
+
+def test_changes_alone_build_the_next_request():
+    handler = opened({A: at(5), B: at(9)})
+    plan = handler.build_changes({})  # a quiet round
+    assert (plan.epoch, plan.send, plan.forget) == (1, {}, [])
+    assert plan.wanted == {A: at(5), B: at(9)}  # the leader's view of the session
+    handler.handle_response(plan, ErrorCode.none, 77)
+    # A appended, B no longer wanted, C new, an unchanged A-like report sends nothing.
+    plan = handler.build_changes({A: at(6), B: None, C: at(0)})
+    assert plan.send == {A: at(6), C: at(0)} and plan.forget == [B]
+    handler.handle_response(plan, ErrorCode.none, 77)
+    plan = handler.build_changes({A: at(6), B: None})  # nothing new: B already forgotten
+    assert (plan.send, plan.forget) == ({}, [])
+    assert plan.wanted == {A: at(6), C: at(0)}
+    handler.handle_error()
+    assert handler.needs_full

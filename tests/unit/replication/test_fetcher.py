@@ -65,10 +65,12 @@ class LeaderLog:
 
     def __init__(self, partition: Partition):
         self.partition = partition
+        self.fetches: list = []
 
     async def send(self, request, timeout=None):
         log = self.partition.log
         if hasattr(request, "forgotten_topics_data"):
+            self.fetches.append(request)
             # A leader that keeps no fetch session (as with a cache of 0 slots): every
             # fetch stays a full one, answered for the partitions it lists.
             return SimpleNamespace(
@@ -239,3 +241,95 @@ async def test_a_follower_below_the_leaders_log_start_restarts_there(tmp_path):
     assert follower.log.log_end_offset == 7
     assert follower.log.high_watermark == 7
     assert threading.get_ident() not in follower.log.writers
+
+
+class SessionLeader:
+    """A leader of many empty partitions that keeps one fetch session: it answers each fetch
+    with the partitions it lists, nothing else (all caught up)."""
+
+    def __init__(self):
+        self.fetches: list = []
+
+    async def send(self, request, timeout=None):
+        self.fetches.append(request)
+        return SimpleNamespace(
+            error_code=ErrorCode.none,
+            session_id=7,
+            responses=[
+                SimpleNamespace(
+                    topic=t.topic,
+                    partitions=[
+                        SimpleNamespace(
+                            partition_index=p.partition,
+                            error_code=ErrorCode.none,
+                            high_watermark=0,
+                            log_start_offset=0,
+                            records=None,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in request.topics
+            ],
+        )
+
+
+class CountedLog:
+    """A log whose end offset counts how often a fetch round asks for it."""
+
+    def __init__(self, log, counter: list[int]):
+        self._log = log
+        self._counter = counter
+
+    def __getattr__(self, name):
+        return getattr(self._log, name)
+
+    @property
+    def log_end_offset(self):
+        self._counter[0] += 1
+        return self._log.log_end_offset
+
+
+async def test_a_quiet_round_looks_at_no_partition(tmp_path):
+    looked = [0]
+    fetcher = _fetcher()
+    partitions = []
+    for index in range(50):
+        log = load_log(tmp_path / f"t-{index}", LogConfig())
+        partition = Partition("t", index, CountedLog(log, looked), FOLLOWER)
+        partition.make_follower(LEADER, 0)
+        partitions.append(partition)
+        fetcher.add(partition, 0)
+    leader = SessionLeader()
+    await fetcher._truncate(leader)  # empty logs: nothing to ask, nothing to cut
+    await fetcher._fetch(leader)  # opens the session: every partition
+    assert len(leader.fetches[-1].topics[0].partitions) == 50
+    looked[0] = 0
+    for _ in range(3):
+        await fetcher._fetch(leader)
+        assert leader.fetches[-1].topics == ()  # incremental, nothing changed
+    assert looked[0] == 0
+
+    await fetcher.remove(("t", 3))  # moved away: forgotten, the others untouched
+    await fetcher._fetch(leader)
+    forgotten = leader.fetches[-1].forgotten_topics_data
+    assert [(f.topic, list(f.partitions)) for f in forgotten] == [("t", [3])]
+    assert looked[0] == 0
+
+
+async def test_a_partition_backing_off_leaves_the_session_and_comes_back(diverged):
+    leader, follower = diverged
+    fetcher = _fetcher()
+    fetcher.add(follower, 1)
+    connection = LeaderLog(leader)
+    await fetcher._truncate(connection)
+    await fetcher._fetch(connection)
+    state = fetcher.partitions[follower.key]
+    loop = asyncio.get_running_loop()
+    fetcher._partition_error(state, ErrorCode.unknown_leader_epoch, loop.time() + 0.2)
+    await fetcher._fetch(connection)  # backing off: nothing to ask of the leader
+    assert len(connection.fetches) == 1
+    await asyncio.sleep(0.25)
+    await fetcher._fetch(connection)  # the delay passed: asked again
+    assert len(connection.fetches) == 2
+    assert [p.partition for t in connection.fetches[-1].topics for p in t.partitions] == [0]
