@@ -14,6 +14,8 @@ fsynced, so a crash leaves either the old or the new content, never a torn file.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import re
 import time
@@ -66,6 +68,35 @@ def fsync_file(path: Path | str) -> None:
     fsync_directory(path.parent)
 
 
+def sync_filesystems(directories: Iterable[Path | str]) -> None:
+    """Make every write so far to the filesystems holding `directories` durable, renames
+    included: one syncfs(2) per filesystem instead of two fsyncs per file (10,000 leader
+    epoch checkpoints on a failover). Where syncfs is missing (not Linux), sync(2)."""
+    seen: set[int] = set()
+    for directory in directories:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            device = os.fstat(fd).st_dev
+            if device in seen:
+                continue
+            seen.add(device)
+            if _syncfs is None or _syncfs(fd) != 0:
+                os.sync()
+        finally:
+            os.close(fd)
+
+
+def _load_syncfs() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.syncfs
+    except (OSError, AttributeError):
+        return None
+
+
+_syncfs = _load_syncfs()
+
+
 def fsync_directory(directory: Path | str) -> None:
     """Make a rename durable: the directory entry lives in the directory's own data."""
     fd = os.open(directory, os.O_RDONLY)
@@ -81,9 +112,9 @@ class _CheckpointFile:
     def __init__(self, path: Path | str):
         self.path = Path(path)
 
-    def _write_lines(self, lines: list[str]) -> None:
+    def _write_lines(self, lines: list[str], sync: bool = True) -> None:
         text = f"{CHECKPOINT_VERSION}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
-        write_atomically(self.path, text.encode("utf-8"))
+        write_atomically(self.path, text.encode("utf-8"), sync)
 
     def _read_lines(self, parse: Callable[[list[str]], T]) -> list[T]:
         try:
@@ -166,8 +197,10 @@ class OffsetCheckpointFile(_CheckpointFile):
 class LeaderEpochCheckpointFile(_CheckpointFile):
     """A partition's leader-epoch-checkpoint: one "epoch startOffset" line per epoch."""
 
-    def write(self, entries: Iterable[EpochEntry]) -> None:
-        self._write_lines([f"{entry.epoch} {entry.start_offset}" for entry in entries])
+    def write(self, entries: Iterable[EpochEntry], sync: bool = True) -> None:
+        """sync=False: renamed into place without fsyncs; the caller makes it durable
+        (sync_filesystems) before relying on it."""
+        self._write_lines([f"{entry.epoch} {entry.start_offset}" for entry in entries], sync)
 
     def read(self) -> list[EpochEntry]:
         return self._read_lines(_parse_epoch_entry)

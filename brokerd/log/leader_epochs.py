@@ -79,15 +79,18 @@ class LeaderEpochFileCache:
         return self._entries[slot].epoch if slot >= 0 else None
 
     # Changes -------------------------------------------------------------------------
-    def assign(self, epoch: int, start_offset: int) -> None:
+    def assign(self, epoch: int, start_offset: int, sync: bool = True) -> bool:
         """Record that `epoch` starts at `start_offset`, dropping entries it contradicts.
 
         A repeat of the latest epoch at the same or a later offset changes nothing. Otherwise
         every entry with an epoch >= epoch or a start offset >= start_offset is removed first
-        (they describe history this one replaces), and the result is flushed.
+        (they describe history this one replaces), and the result is flushed (sync=False:
+        written without fsyncs, for a caller that syncs many at once). True if it changed.
         """
         if self._assign(EpochEntry(epoch, start_offset)):
-            self.flush()
+            self.flush(sync)
+            return True
+        return False
 
     def _assign(self, entry: EpochEntry) -> bool:
         if entry.epoch < 0 or entry.start_offset < 0:
@@ -132,9 +135,9 @@ class LeaderEpochFileCache:
         self._entries.clear()
         self.flush()
 
-    def flush(self) -> None:
+    def flush(self, sync: bool = True) -> None:
         if self.checkpoint is not None:
-            self.checkpoint.write(self._entries)
+            self.checkpoint.write(self._entries, sync)
             self._flushed = list(self._entries)
 
     def flush_if_changed(self) -> None:

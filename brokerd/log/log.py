@@ -199,14 +199,18 @@ class Log:
             return max(first_unstable, self.log_start_offset)
         return high_watermark
 
-    def assign_epoch_start(self, leader_epoch: int) -> None:
+    def assign_epoch_start(self, leader_epoch: int, sync: bool = True) -> bool:
         """Record that `leader_epoch` starts at the log end (Kafka's
-        maybeAssignEpochStartOffset, on becoming leader). It fsyncs the leader-epoch
-        checkpoint, so the replication layer calls it on a worker thread; under the lock,
-        as appends also assign epochs."""
+        maybeAssignEpochStartOffset, on becoming leader). It writes (sync: and fsyncs) the
+        leader-epoch checkpoint, so the replication layer calls it on a worker thread; under
+        the lock, as appends also assign epochs. True if the checkpoint was written (with
+        sync=False the caller makes it durable: checkpoints.sync_filesystems)."""
         with self._lock:
             if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
-                self.leader_epoch_cache.assign(leader_epoch, self._local.log_end_offset)
+                return self.leader_epoch_cache.assign(
+                    leader_epoch, self._local.log_end_offset, sync
+                )
+            return False
 
     # Producer state read by the cleaner ----------------------------------------------
     def open_transaction_starts(self) -> list[int]:

@@ -149,3 +149,19 @@ def test_properties_escapes_survive_round_trip(tmp_path):
     props = {"key with space": " leading", "k=:#!": "v=:#!\\", "uni": "é\n"}
     write_properties(path, props)
     assert read_properties(path) == props
+
+
+def test_sync_filesystems_syncs_each_filesystem_once(tmp_path, monkeypatch):
+    from brokerd.log import checkpoints
+
+    calls: list[int] = []
+    monkeypatch.setattr(checkpoints, "_syncfs", lambda fd: calls.append(fd) or 0)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    checkpoints.sync_filesystems([tmp_path / "a", tmp_path / "b", tmp_path])
+    assert len(calls) == 1  # three dirs of one filesystem
+    failed: list[int] = []
+    monkeypatch.setattr(checkpoints, "_syncfs", lambda fd: failed.append(fd) or -1)
+    monkeypatch.setattr(checkpoints.os, "sync", lambda: failed.append(-1))
+    checkpoints.sync_filesystems([tmp_path])
+    assert failed[-1] == -1  # syncfs refused: sync(2) instead
