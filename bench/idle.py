@@ -202,7 +202,9 @@ def _idle_cluster(partitions: int, quick: bool) -> list[Result]:
     with scratch_dir("idle") as base:
         zookeeper = ZooKeeper(base / "zookeeper").start()
         try:
-            cluster = Cluster(zookeeper, _Dirs(base)).start()
+            # Kafka's default replica.lag.time.max.ms (the test clusters' 3 s makes followers'
+            # sessions sweep and the ISR check run ten times as often).
+            cluster = Cluster(zookeeper, _Dirs(base), replica_lag_time_max_ms="30000").start()
             try:
                 pids = {b: broker.process.pid for b, broker in cluster.brokers.items()}
                 time.sleep(3)
