@@ -42,23 +42,24 @@ def _answered(response) -> dict[str, tuple[int, int, int]]:
     }
 
 
-async def test_an_incremental_fetch_reads_only_what_changed(replicas, monkeypatch):
-    states = {}
-    for name in TOPICS:
-        states[name] = await replicas.create_topic(name, [LOCAL], [LOCAL])
-        await replicas.become(name, states[name], [LOCAL])
-    ctx = context(
+def _session_context(replicas, monkeypatch):
+    """A handler context over the set-up's replica manager, with Kafka's default lag: the
+    set-up's replica.lag.time.max.ms (200) would sweep whole sessions every 67 ms."""
+    settings = replicas.replicas.settings
+    monkeypatch.setattr(
+        replicas.replicas, "settings", dataclasses.replace(settings, replica_lag_time_max_ms=30_000)
+    )
+    return context(
         broker_config({"broker.id": str(LOCAL)}),
         metadata=replicas.metadata,
         replicas=replicas.replicas,
         log_manager=replicas.log_manager,
         fetch_sessions=FetchSessionCache(10),
     )
-    # The set-up's replica.lag.time.max.ms (200) would sweep whole sessions every 67 ms.
-    settings = replicas.replicas.settings
-    monkeypatch.setattr(
-        replicas.replicas, "settings", dataclasses.replace(settings, replica_lag_time_max_ms=30_000)
-    )
+
+
+def _counted_reads(monkeypatch) -> list[str]:
+    """The name of each log read from now on, in order."""
     reads: list[str] = []
     real_read = Log.read
 
@@ -67,6 +68,16 @@ async def test_an_incremental_fetch_reads_only_what_changed(replicas, monkeypatc
         return real_read(self, *args, **kwargs)
 
     monkeypatch.setattr(Log, "read", counted_read)
+    return reads
+
+
+async def test_an_incremental_fetch_reads_only_what_changed(replicas, monkeypatch):
+    states = {}
+    for name in TOPICS:
+        states[name] = await replicas.create_topic(name, [LOCAL], [LOCAL])
+        await replicas.become(name, states[name], [LOCAL])
+    ctx = _session_context(replicas, monkeypatch)
+    reads = _counted_reads(monkeypatch)
 
     opened = await call(handle_fetch, ctx, _fetch(0, 0, dict.fromkeys(TOPICS, 0)))
     session_id = opened.session_id
@@ -155,26 +166,9 @@ async def test_a_follower_sessions_sweep_renews_every_partition_and_reads_only_c
     for name in names:
         state = await replicas.create_topic(name, [LOCAL, PEER], [LOCAL, PEER])
         await replicas.become(name, state, [LOCAL, PEER])
-    ctx = context(
-        broker_config({"broker.id": str(LOCAL)}),
-        metadata=replicas.metadata,
-        replicas=replicas.replicas,
-        log_manager=replicas.log_manager,
-        fetch_sessions=FetchSessionCache(10),
-    )
-    settings = replicas.replicas.settings
-    monkeypatch.setattr(
-        replicas.replicas, "settings", dataclasses.replace(settings, replica_lag_time_max_ms=30_000)
-    )
+    ctx = _session_context(replicas, monkeypatch)
     await call(handle_produce, ctx, produce_request(bytes(batch(b"a", b"b")), topic="s4"))
-    reads: list[str] = []
-    real_read = Log.read
-
-    def counted_read(self, *args, **kwargs):
-        reads.append(self.dir.name)
-        return real_read(self, *args, **kwargs)
-
-    monkeypatch.setattr(Log, "read", counted_read)
+    reads = _counted_reads(monkeypatch)
     leaders = replicas.replicas.leaders
     offsets = dict.fromkeys(names, 0) | {"s4": 2}  # the follower has s4's two records
     with on_listener("INTERNAL"):
