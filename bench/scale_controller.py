@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from bench import Result, say, scratch_dir
-from bench.scale import timed_wait
+from bench.scale import described_partitions, timed_wait
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -42,13 +42,6 @@ LAG_S = 3.0  # tests/cluster's replica.lag.time.max.ms
 
 # The controller cases wait up to 10 minutes at 1,000 partitions.
 WAIT_S = 600
-
-
-def _partitions(admin, topic: str) -> dict:
-    described = admin.list_topics(topic=topic, timeout=30).topics.get(topic)
-    if described is None or described.error is not None:
-        return {}
-    return described.partitions
 
 
 def _led(admin, topic: str, partitions: int) -> bool:
@@ -63,11 +56,11 @@ def _led(admin, topic: str, partitions: int) -> bool:
 
 
 def _isrs_without(admin, topic: str, broker: int) -> bool:
-    return all(broker not in p.isrs for p in _partitions(admin, topic).values())
+    return all(broker not in p.isrs for p in described_partitions(admin, topic).values())
 
 
 def _isrs_full(admin, topic: str) -> bool:
-    parts = _partitions(admin, topic)
+    parts = described_partitions(admin, topic)
     return bool(parts) and all(set(p.isrs) == set(p.replicas) for p in parts.values())
 
 
@@ -97,7 +90,9 @@ def _shrink_and_expand(admin, cluster, topic: str) -> tuple[float, float, int]:
         timed_wait(lambda: _isrs_without(admin, topic, victim), timeout=180)
     except TimeoutError:
         stuck = {
-            p: (v.leader, v.isrs) for p, v in _partitions(admin, topic).items() if victim in v.isrs
+            p: (v.leader, v.isrs)
+            for p, v in described_partitions(admin, topic).items()
+            if victim in v.isrs
         }
         raise TimeoutError(f"ISRs still naming broker {victim}: {stuck}") from None
     shrink_s = time.monotonic() - killed_at
@@ -110,7 +105,7 @@ def _shrink_and_expand(admin, cluster, topic: str) -> tuple[float, float, int]:
 def _moved(admin, client, topic: str, partitions: int, targets: dict) -> bool:
     if client.admin.list_partition_reassignments([(topic, p) for p in range(partitions)]):
         return False
-    parts = _partitions(admin, topic)
+    parts = described_partitions(admin, topic)
     return len(parts) == partitions and all(
         list(parts[p].replicas) == targets[(topic, p)] and parts[p].leader in targets[(topic, p)]
         for p in range(partitions)

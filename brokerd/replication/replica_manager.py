@@ -333,19 +333,20 @@ class ReplicaManager:
         partition takes the role: written on worker threads without fsyncs, then one sync
         of each filesystem holding them (a failover makes thousands of leaders at once: two
         fsyncs each took seconds). A sync that fails fails every partition of the batch."""
-        if len(starts) <= 1:  # one leader (a client's election): fsynced as it is written
-            return await _each_off_loop(lambda p, e: p.log.assign_epoch_start(e), starts)
+        each_fsynced = len(starts) <= 1  # one leader (a client's election): as it is written
         recorded = await _each_off_loop(
-            lambda p, epoch: p.log.assign_epoch_start(epoch, sync=False), starts
+            lambda p, epoch: p.log.assign_epoch_start(epoch, sync=each_fsynced), starts
         )
-        written = [
-            partition.log.dir
+        if each_fsynced:
+            return recorded
+        log_dirs = {
+            partition.log.dir.parent
             for (partition, _epoch), outcome in zip(starts, recorded, strict=True)
             if outcome is True
-        ]
-        if written:
+        }
+        if log_dirs:
             try:
-                await asyncio.to_thread(sync_filesystems, {d.parent for d in written})
+                await asyncio.to_thread(sync_filesystems, log_dirs)
             except OSError as exc:
                 return [exc for _ in starts]
         return recorded
