@@ -95,6 +95,14 @@ def test_members_keep_their_ids_epochs_and_partitions_across_a_coordinator_kill(
         cluster.wait_full_isr(OFFSETS_TOPIC, partitions=3)
         coordinator_id = cluster.leader_of(OFFSETS_TOPIC, partition_for(group, 3))
         coordinator = cluster.brokers[coordinator_id]
+        # The members own their partitions before the coordinator hears them say so: the
+        # group is Reconciling until each member's next heartbeat acknowledges its assignment.
+        wait_for(
+            lambda: getattr(_describe(coordinator, group), "group_state", None) == "Stable",
+            30,
+            "the group Stable at its coordinator",
+            story,
+        )
         before = _describe(coordinator, group)
         assert before is not None and before.group_state == "Stable", before
         epochs = {m.member_id: m.member_epoch for m in before.members}
