@@ -25,7 +25,7 @@ from kazoo.exceptions import (
 )
 from kazoo.retry import KazooRetry
 
-from . import zk_connection, zk_data
+from . import zk_connection, zk_data, zk_multi
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,9 @@ class ZkClient:
         self._closing = False
         self.reads = 0  # znode reads (get, children, exists) sent, for the metrics
         self.batches = 0  # pipelined batches waited for (one round trip each)
+        # Many znodes per request (zk_multi): multi-read until the server refuses it
+        # (ZooKeeper before 3.6), then a request per znode.
+        self.multi_read = True
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -389,12 +392,14 @@ class ZkClient:
     # Pipelined batches (Kafka's KafkaZkClient.retryRequestsUntilConnected over async calls)
     # The requests of one batch are all sent before any answer is awaited: ZooKeeper
     # answers a session's requests in order, so a batch costs one round trip however many
-    # znodes it names, where a call per znode would cost one each, in series. Each request
-    # stays small (one znode, or a fenced multi of two operations: far below jute.maxbuffer);
-    # at most PIPELINE_WINDOW are outstanding at once. A request that met a dropped
-    # connection is sent again once connected: reads and creates whose NodeExistsError the
-    # caller accepts are idempotent, and a conditional write that did land answers the
-    # resend with BadVersionError, which its caller handles as any concurrent change.
+    # znodes it names, where a call per znode would cost one each, in series. A request
+    # carries many znodes (zk_multi: multi-reads, write multis; far below jute.maxbuffer),
+    # or one where those do not apply (a read with a watch); at most PIPELINE_WINDOW are
+    # outstanding at once. A request that met a dropped connection is sent again once
+    # connected: reads and creates whose NodeExistsError the caller accepts are idempotent,
+    # and a conditional write that did land answers the resend with BadVersionError (in a
+    # multi: that write's answer, the others sent again alone), which its caller handles as
+    # any concurrent change.
     async def _pipeline(self, requests: Sequence[Callable[[KazooClient], Any]]) -> list[Any]:
         """Each `request(kazoo)` issues one *_async call; the answers (or the exceptions
         raised for them) in order."""
@@ -427,6 +432,92 @@ class ZkClient:
                     await asyncio.sleep(0.05)
         return results
 
+    async def _read_multi(
+        self, op: Callable[[KazooClient, str], tuple[int, str]], paths: Sequence[str]
+    ) -> list[Any] | None:
+        """Per path the answer of `op` (zk_multi.get_data_op: (data, stat); get_children_op:
+        the names) or the exception it met, read with multi-reads of READS_PER_REQUEST
+        paths, pipelined; None when the server has no multi-read (the caller then sends a
+        request per path)."""
+        if not self.multi_read or not paths:
+            return None
+        step = zk_multi.READS_PER_REQUEST
+
+        def request(chunk: Sequence[str]) -> Callable[[KazooClient], Any]:
+            return lambda kazoo: zk_multi.submit(
+                kazoo, zk_multi.MultiRead([op(kazoo, path) for path in chunk])
+            )
+
+        chunks = [paths[start : start + step] for start in range(0, len(paths), step)]
+        found = await self._pipeline([request(chunk) for chunk in chunks])
+        out: list[Any] = []
+        for result in found:
+            if isinstance(result, Exception):
+                # Not a dropped connection (the batch rides those out): the request itself
+                # was refused. ZooKeeper before 3.6 has no multi-read.
+                log.warning(
+                    "ZooKeeper refused a multi-read (%r); reading a znode per request", result
+                )
+                self.multi_read = False
+                return None
+            out.extend(result)
+        return out
+
+    async def _write_multi(
+        self,
+        ops: Sequence[Any],
+        single: Callable[[int], Callable[[KazooClient], Any]],
+        fence: Fence | None = None,
+    ) -> list[Any]:
+        """Per write operation its answer (a ZnodeStat, a created path, True) or the
+        exception it met: the operations in multis of WRITES_PER_REQUEST (each behind a
+        check of `fence` when given), pipelined. A multi fails as a whole when one of its
+        operations does: that one's exception is its answer (the write did not happen), the
+        others are sent again each on its own (`single(i)`, the request of operation i
+        alone: a fenced multi of two when fenced), so every znode's outcome is its own as
+        with a request per znode. ControllerMovedError when the fence failed."""
+        if not ops:
+            return []
+        chunks = zk_multi.write_chunks(ops)
+
+        def request(chunk: range) -> Callable[[KazooClient], Any]:
+            def send(kazoo: KazooClient) -> Any:
+                checked = [zk_multi.check_op(kazoo, *fence)] if fence is not None else []
+                return zk_multi.submit(
+                    kazoo, zk_multi.transaction(checked + [ops[i] for i in chunk])
+                )
+
+            return send
+
+        skip = 0 if fence is None else 1
+        found = await self._pipeline([request(chunk) for chunk in chunks])
+        results: list[Any] = [None] * len(ops)
+        again: list[int] = []
+        for chunk, answer in zip(chunks, found, strict=True):
+            if isinstance(answer, Exception) or len(answer) != len(chunk) + skip:
+                again.extend(chunk)  # refused as a whole (no operation named): one by one
+                continue
+            if fence is not None and isinstance(answer[0], BadVersionError | NoNodeError):
+                raise ControllerMovedError(f"{fence[0]} is no longer at version {fence[1]}")
+            answers = answer[skip:]
+            failed = any(isinstance(result, Exception) for result in answers)
+            for index, result in zip(chunk, answers, strict=True):
+                if failed and isinstance(result, zk_multi.NOT_THE_CAUSE):
+                    again.append(index)
+                else:
+                    results[index] = result
+        if again:
+            resent = await self._pipeline([single(i) for i in again])
+            for index, result in zip(again, resent, strict=True):
+                if fence is not None:
+                    if isinstance(result, Exception):
+                        raise result
+                    if isinstance(result[0], BadVersionError | NoNodeError):
+                        raise ControllerMovedError(f"{fence[0]} is no longer at version {fence[1]}")
+                    result = result[1]
+                results[index] = result
+        return results
+
     async def get_many(
         self, paths: Sequence[str], watch: Callable[[str], Callable | None] | None = None
     ) -> list[tuple[bytes, int] | None]:
@@ -439,7 +530,10 @@ class ZkClient:
             relay = self._to_loop(watcher) if watcher is not None else None
             return lambda kazoo: kazoo.get_async(path, relay)
 
-        found = await self._pipeline([request(p) for p in paths])
+        # A multi-read sets no watches: a read with a watcher is a request of its own.
+        found = await self._read_multi(zk_multi.get_data_op, paths) if watch is None else None
+        if found is None:
+            found = await self._pipeline([request(p) for p in paths])
         out: list[tuple[bytes, int] | None] = []
         for result in found:
             if isinstance(result, NoNodeError):
@@ -478,7 +572,9 @@ class ZkClient:
     async def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
         """The children of every path in one batch (None for a missing znode)."""
         self.reads += len(paths)
-        found = await self._pipeline([_request("get_children_async", p) for p in paths])
+        found = await self._read_multi(zk_multi.get_children_op, paths)
+        if found is None:
+            found = await self._pipeline([_request("get_children_async", p) for p in paths])
         out: list[list[str] | None] = []
         for result in found:
             if isinstance(result, NoNodeError):
@@ -492,13 +588,19 @@ class ZkClient:
     async def create_many(self, items: Sequence[tuple[str, bytes]]) -> list[Exception | None]:
         """Create every (path, data) in one batch (parents must exist): per item None, or
         the NodeExistsError / NoNodeError it met."""
-        found = await self._pipeline([_request("create_async", p, d) for p, d in items])
+        found = await self._write_multi(
+            [zk_multi.create_op(self._kazoo, p, d) for p, d in items],
+            lambda i: _request("create_async", *items[i]),
+        )
         return [_accepted(result, NodeExistsError, NoNodeError) for result in found]
 
     async def delete_many(self, paths: Sequence[str]) -> list[Exception | None]:
         """Delete every path (any version) in one batch: per item None, or the NoNodeError
         / NotEmptyError it met."""
-        found = await self._pipeline([_request("delete_async", p) for p in paths])
+        found = await self._write_multi(
+            [zk_multi.delete_op(self._kazoo, p) for p in paths],
+            lambda i: _request("delete_async", paths[i]),
+        )
         return [_accepted(result, NoNodeError, NotEmptyError) for result in found]
 
     async def delete_tree(self, path: str) -> None:
@@ -537,8 +639,12 @@ class ZkClient:
 
             return send
 
-        found = await self._pipeline([request(p, d) for p, d in items])
-        return [_fenced_result(result, fence, NodeExistsError, NoNodeError) for result in found]
+        found = await self._write_multi(
+            [zk_multi.create_op(self._kazoo, p, d) for p, d in items],
+            lambda i: request(*items[i]),
+            fence,
+        )
+        return [_accepted(result, NodeExistsError, NoNodeError) for result in found]
 
     async def fenced_set_many(
         self, items: Sequence[tuple[str, bytes, int]], fence: Fence
@@ -556,18 +662,25 @@ class ZkClient:
 
             return send
 
-        found = await self._pipeline([request(p, d, v) for p, d, v in items])
+        found = await self._write_multi(
+            [zk_multi.set_data_op(self._kazoo, p, d, v) for p, d, v in items],
+            lambda i: request(*items[i]),
+            fence,
+        )
         out: list[int | Exception] = []
         for result in found:
-            error = _fenced_result(result, fence, BadVersionError, NoNodeError)
-            out.append(error if error is not None else result[1].version)
+            error = _accepted(result, BadVersionError, NoNodeError)
+            out.append(error if error is not None else result.version)
         return out
 
     async def set_many(self, items: Sequence[tuple[str, bytes, int]]) -> list[int | Exception]:
         """Set every (path, data, version) in one batch, each conditional on its version as
         set_raw (a partition leader's ISR writes: no controller fence): per item the new
         version, or its BadVersionError / NoNodeError."""
-        found = await self._pipeline([_request("set_async", p, d, v) for p, d, v in items])
+        found = await self._write_multi(
+            [zk_multi.set_data_op(self._kazoo, p, d, v) for p, d, v in items],
+            lambda i: _request("set_async", *items[i]),
+        )
         out: list[int | Exception] = []
         for result in found:
             error = _accepted(result, BadVersionError, NoNodeError)
@@ -608,16 +721,6 @@ def _accepted(result: Any, *expected: type[Exception]) -> Exception | None:
     if isinstance(result, Exception):
         raise result
     return None
-
-
-def _fenced_result(result: Any, fence: Fence, *expected: type[Exception]) -> Exception | None:
-    """A fenced multi's answer ([check, operation]): as _accepted for the operation;
-    ControllerMovedError raised when the check failed."""
-    if isinstance(result, Exception):
-        raise result
-    if isinstance(result[0], BadVersionError | NoNodeError):
-        raise ControllerMovedError(f"{fence[0]} is no longer at version {fence[1]}")
-    return _accepted(result[1], *expected)
 
 
 # Cluster-level znodes --------------------------------------------------------------------
