@@ -8,11 +8,13 @@ to `segment.index.bytes` (rounded down to a whole entry) and trimmed to its entr
 the segment rolls or the log closes. Lookups binary-search the mapping in place; an index is
 never loaded into a Python list.
 
-A writable index with no entries on disk (a new log's, a new segment's) is made as an empty
-file but neither opened nor mapped until its first entry is written (as Kafka's LazyIndex):
-an idle partition holds one descriptor, its .log, instead of five (each index's file and its
-mapping's own duplicate), so 10,000 partitions fit a broker's open-files limit, and a new
-log maps no 10 MiB preallocation. A missing index file is an empty index.
+An index is neither opened nor mapped until something reads it or writes it (as Kafka's
+LazyIndex): a new log's index is made as an empty file, and a loaded one's entries are counted
+from its size, its last entry (a log's end) and the load's sanity check read with a pread. An
+idle partition holds one descriptor, its .log, and a mapped index one (its mapping's own: the
+index keeps no file open and writes through a descriptor held for the write), so 10,000
+partitions with data fit a broker's open-files limit, and a new log maps no 10 MiB
+preallocation. A missing index file is an empty index.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import NamedTuple
 
 # Appends kept back before one write of them all (see `_Index._write_pending`).
 PENDING_ENTRIES = 32
@@ -69,82 +71,139 @@ class _Index:
         self._pack = self.entry.pack  # bound once: appends are on the produce path
         # Readers on other threads write the pending entries too (before reading).
         self._pending_lock = threading.Lock()
-        # A lazy index is opened by whichever comes first: a reader's flush of pending
+        # A lazy index is opened by whichever comes first: a reader, a flush of pending
         # entries, a roll's trim, a rebuild. Only one of them may open and map the file.
         self._open_lock = threading.Lock()
+        self._opened = False
         self._closed = False
-        if writable:
-            try:
-                on_disk = os.stat(self.path).st_size
-            except FileNotFoundError:
-                # Made empty now (off the produce path when a log is created): creating a
-                # file costs milliseconds on a busy disk, opening one ~0.1 ms.
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
-                on_disk = 0
-            if on_disk == 0:
-                # Lazy: no file until the first entry is written (`_open`).
-                self._file: IO[bytes] | None = None
-                self._fd = -1
-                self.entries = 0
-                self._length = self._round(max_index_size) if preallocate else 0
-                self.max_entries = self._length // self.entry_size
-                return
-        existed = self.path.exists() and self.path.stat().st_size > 0
-        mode = "r+b" if writable else "rb"
-        if not self.path.exists():
+        try:
+            on_disk = os.stat(self.path).st_size
+        except FileNotFoundError:
             if not writable:
-                raise FileNotFoundError(self.path)
-            self.path.touch()
-        opened: IO[bytes] = open(self.path, mode)  # noqa: SIM115 - the index owns its file
-        self._file = opened
-        self._fd = opened.fileno()
-        length = os.fstat(self._fd).st_size
-        if existed:
-            self.entries = length // self.entry_size
-        else:
-            self.entries = 0
+                raise
+            # Made empty now (off the produce path when a log is created): creating a
+            # file costs milliseconds on a busy disk, opening one ~0.1 ms.
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
+            on_disk = 0
+        self._size_on_disk = on_disk  # until opened: what the sanity check looks at
+        self.entries = on_disk // self.entry_size
         if writable and preallocate:
-            # The active segment's index is mapped at its full preallocated size;
-            # a sealed one keeps its trimmed size until a rebuild resets it.
-            target = max(self._round(max_index_size), self._round(length))
-            if length != target:
-                opened.truncate(target)
-            length = target
-        self._length = length
-        self._remap()
+            # The active segment's index is mapped at its full preallocated size (a file
+            # left preallocated by a crash keeps its size); a sealed one keeps its trimmed
+            # size until a rebuild resets it.
+            self._length = max(self._round(max_index_size), self._round(on_disk))
+        else:
+            self._length = on_disk
+        self.max_entries = self._length // self.entry_size
 
-    def _open(self) -> IO[bytes]:
-        """A lazy index's file, made and mapped at its (preallocated) length now."""
-        file = self._file
-        if file is not None:
-            return file
+    def _open(self) -> None:
+        """Map the index at its (preallocated) length: the first read, flush, trim or
+        rebuild does, not the load (as Kafka's LazyIndex). The mapping keeps its own
+        descriptor and the index none: a mapped index costs one."""
+        if self._opened:
+            return
         with self._open_lock:
-            file = self._file
-            if file is not None:
-                return file
+            if self._opened:
+                return
             if self._closed:
                 raise ValueError(f"{self.path} is closed")
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            file = os.fdopen(fd, "r+b", buffering=0)
-            if self._length:
-                file.truncate(self._length)
-            self._fd = fd
-            self._file = file
-            self._remap()
-            return file
+            fd = self._open_descriptor(os.O_RDWR if self.writable else os.O_RDONLY)
+            try:
+                if self.writable and os.fstat(fd).st_size != self._length:
+                    os.ftruncate(fd, self._length)
+                self._map(fd)
+            finally:
+                os.close(fd)
+            self._opened = True
+
+    def _open_descriptor(self, flags: int) -> int:
+        """A descriptor on the index file (made at __init__, never here: a path renamed
+        under a reader must not come back as a new file). A rename by another thread
+        (a segment's deletion, a cleaner's swap) is followed once."""
+        path = self.path
+        try:
+            return os.open(path, flags)
+        except FileNotFoundError:
+            if self.path == path:
+                raise
+            return os.open(self.path, flags)
 
     def _round(self, size: int) -> int:
         return size - size % self.entry_size
 
-    def _remap(self) -> None:
+    def _map(self, fd: int) -> None:
         # A plain attribute, not a property: checked on every append and roll check.
         self.max_entries = self._length // self.entry_size
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        if self._length > 0 and self._file is not None:
+        if self._length > 0:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-            self._mmap = mmap.mmap(self._fd, self._length, access=access)
+            self._mmap = mmap.mmap(fd, self._length, access=access)
+
+    def _mapping(self) -> mmap.mmap:
+        """The mapping to read, made now if the index was never opened."""
+        if self._pending:
+            self._write_pending()
+        mapped = self._mmap
+        if mapped is None and not self._opened and not self._closed:
+            self._open()
+            mapped = self._mmap
+        if mapped is None:  # ValueError, as for a closed file: readers retry on it
+            raise ValueError(f"{self.path} is closed")
+        return mapped
+
+    def _peek(self, *slots: int) -> list[tuple[int, int]]:
+        """Entries at `slots` without opening the index: read from the mapping if there is
+        one, else with one pread each on a descriptor held for this call only (a log's end
+        is found at load from its last entry, and the load's sanity check reads two)."""
+        if self._opened or self._pending:
+            return [self._read(n) for n in slots]
+        size, unpack = self.entry_size, self.entry.unpack
+        fd = self._open_descriptor(os.O_RDONLY)
+        try:
+            raws = [os.pread(fd, size, n * size) for n in slots]
+        finally:
+            os.close(fd)
+        if any(len(raw) < size for raw in raws):
+            raise CorruptIndexError(f"{self.path}: an entry is past the end of the file")
+        return [unpack(raw) for raw in raws]
+
+    def _floor_entry_unopened(self, target: int) -> tuple[int, int] | None:
+        """The raw entry of `_floor_slot(target)` for a one-off reader (a segment's largest
+        timestamp, which retention asks of every log): an index never opened is searched
+        with preads on a descriptor held for this call instead of being mapped for good.
+        None: no entry's key is <= target."""
+        if not self.entries:
+            return None
+        if self._opened or self._pending:
+            slot = self._floor_slot(target)
+            return self._read(slot) if slot >= 0 else None
+        size, unpack = self.entry_size, self.entry.unpack
+        fd = self._open_descriptor(os.O_RDONLY)
+        try:
+
+            def entry(n: int) -> tuple[int, int]:
+                raw = os.pread(fd, size, n * size)
+                if len(raw) < size:
+                    raise CorruptIndexError(f"{self.path}: entry {n} is past the end")
+                return unpack(raw)
+
+            if entry(0)[0] > target:
+                return None
+            lo, hi = 0, self.entries - 1
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if entry(mid)[0] <= target:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return entry(lo)
+        finally:
+            os.close(fd)
+
+    def _file_size(self) -> int:
+        return os.stat(self.path).st_size if self._opened else self._size_on_disk
 
     @property
     def is_full(self) -> bool:
@@ -155,24 +214,29 @@ class _Index:
         return self.entries * self.entry_size
 
     def _read(self, n: int) -> tuple[int, int]:
-        if self._pending:
-            self._write_pending()
         mapped = self._mmap
-        if mapped is None:  # ValueError, as for a closed file: readers retry on it
-            raise ValueError(f"{self.path} is closed")
+        if mapped is None or self._pending:
+            mapped = self._mapping()
         return self.entry.unpack_from(mapped, n * self.entry_size)
 
+    def _pwrite(self, data: bytes | bytearray, position: int) -> None:
+        """A write through the file, not a store into the mapping, which faults once
+        writeback has cleaned the page and may then sleep on the filesystem's journal
+        (hundreds of µs under a heavy write load). Readers of the mapping see the same
+        page cache. The descriptor lives for the write only (see `_open`)."""
+        self._open()
+        fd = self._open_descriptor(os.O_WRONLY)
+        try:
+            os.pwrite(fd, data, position)
+        finally:
+            os.close(fd)
+
     def _write_pending(self) -> None:
-        """Write the appended entries kept back so far, in one pwrite: not a store into the
-        mapping, which faults once writeback has cleaned the page and may then sleep on the
-        filesystem's journal (hundreds of µs under a heavy write load). Readers of the
-        mapping see the same page cache."""
+        """Write the appended entries kept back so far, in one pwrite."""
         with self._pending_lock:
             pending = self._pending
             if pending:
-                if self._file is None:
-                    self._open()
-                os.pwrite(self._fd, pending, self._pending_from * self.entry_size)
+                self._pwrite(pending, self._pending_from * self.entry_size)
                 pending.clear()
 
     def _key(self, n: int) -> int:
@@ -236,8 +300,7 @@ class _Index:
         if self.entries + count > self.max_entries:
             raise CorruptIndexError(f"index {self.path} is full ({self.max_entries} entries)")
         self._write_pending()
-        self._open()
-        os.pwrite(self._fd, packed, self.entries * self.entry_size)
+        self._pwrite(packed, self.entries * self.entry_size)
         self.entries += count
 
     def _last(self) -> tuple[int, int]:
@@ -249,25 +312,27 @@ class _Index:
             return self.entry.unpack(tail)
         cached = self._last_raw
         if cached is None or cached[0] != self.entries:
-            cached = (self.entries, self._read(self.entries - 1))
+            cached = (self.entries, self._peek(self.entries - 1)[0])
             self._last_raw = cached
         return cached[1]
 
     def truncate_to_entries(self, entries: int) -> None:
         self._write_pending()
         self.entries = max(0, min(entries, self.entries))
+        self._last_raw = None  # appends may bring the count back with other entries
 
     def reset(self) -> None:
         """Drop every entry and map the full preallocated size again (for a rebuild)."""
         self._pending.clear()
         self.entries = 0
+        self._last_raw = None
         if self.writable:
             self.resize(self.max_index_size)
 
     def resize(self, new_size: int) -> None:
         self._write_pending()
         size = self._round(new_size)
-        if self._file is None:  # lazy: nothing on disk yet, only the length to map
+        if not self._opened:  # lazy: the file takes this length when it is opened
             self._length = size
             self.max_entries = size // self.entry_size
             self.entries = min(self.entries, self.max_entries)
@@ -275,22 +340,35 @@ class _Index:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        self._file.truncate(size)
-        self._length = size
-        self.entries = min(self.entries, self.max_entries)
-        self._remap()
+        fd = self._open_descriptor(os.O_RDWR)
+        try:
+            os.ftruncate(fd, size)
+            self._length = size
+            self.entries = min(self.entries, size // self.entry_size)
+            self._map(fd)
+        finally:
+            os.close(fd)
 
     def trim_to_valid_size(self) -> None:
-        """Cut the preallocated tail: a sealed index holds only its entries (a lazy one
-        gets its file now, empty, as Kafka's sealed segments have theirs)."""
-        if self.writable:
+        """Cut the preallocated tail: a sealed index holds only its entries. One never
+        opened is cut on disk without being mapped (entries dropped meanwhile by a
+        truncation or a reset go with the tail)."""
+        if not self.writable:
+            return
+        if self._opened or self._pending:
             self._open()
             self.resize(self.size_in_bytes)
-
-    def _close_trimmed(self) -> None:
-        if self._file is None and not self._pending:
-            return  # lazy and still empty: no file is made only to be closed
-        self.trim_to_valid_size()
+            return
+        size = self.size_in_bytes
+        if size != self._size_on_disk:
+            try:
+                os.truncate(self.path, size)
+            except FileNotFoundError:
+                if size:
+                    raise
+            self._size_on_disk = size
+        self._length = size
+        self.max_entries = self.entries
 
     def flush(self) -> None:
         if self.writable:
@@ -300,21 +378,19 @@ class _Index:
 
     def close(self) -> None:
         if self.writable and not self._closed:
-            self._close_trimmed()
+            self.trim_to_valid_size()
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        if self._file is not None:
-            self._file.close()
         self._closed = True
-        self.writable = False  # its descriptor number may be reused: no more pwrites
+        self.writable = False
 
     def rename_to(self, path: Path) -> None:
         try:
             os.replace(self.path, path)
         except FileNotFoundError:
-            if self._file is not None:
-                raise  # a lazy index has no file to rename yet
+            if self._opened:
+                raise  # a lazy index may have no file to rename yet
         self.path = path
 
     def delete(self) -> None:
@@ -322,8 +398,6 @@ class _Index:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        if self._file is not None:
-            self._file.close()
         self._closed = True
         self.writable = False
         self.path.unlink(missing_ok=True)
@@ -335,16 +409,21 @@ class OffsetIndex(_Index):
     entry = struct.Struct(">ii")
 
     def _key(self, n: int) -> int:
-        if self._pending:
-            self._write_pending()
         mapped = self._mmap
-        if mapped is None:
-            raise ValueError(f"{self.path} is closed")
+        if mapped is None or self._pending:
+            mapped = self._mapping()
         return self.entry.unpack_from(mapped, n * 8)[0]
 
     def entry_at(self, n: int) -> OffsetPosition:
         relative, position = self._read(n)
         return OffsetPosition(self.base_offset + relative, position)
+
+    def _peek_first_and_last(self) -> tuple[OffsetPosition, OffsetPosition]:
+        first, last = self._peek(0, self.entries - 1)
+        return (
+            OffsetPosition(self.base_offset + first[0], first[1]),
+            OffsetPosition(self.base_offset + last[0], last[1]),
+        )
 
     def __iter__(self) -> Iterator[OffsetPosition]:
         for n in range(self.entries):
@@ -356,19 +435,26 @@ class OffsetIndex(_Index):
 
     def lookup(self, offset: int) -> OffsetPosition:
         """The largest entry <= offset, else (base offset, 0): where a scan starts."""
+        if offset <= self.base_offset:  # a read from the segment's start maps nothing
+            return OffsetPosition(self.base_offset, 0)
         slot = self._floor_slot(offset - self.base_offset)
         if slot < 0:
             return OffsetPosition(self.base_offset, 0)
         return self.entry_at(slot)
 
+    def lookup_once(self, offset: int) -> OffsetPosition:
+        """`lookup` for a one-off reader: does not map an index never opened."""
+        found = self._floor_entry_unopened(offset - self.base_offset)
+        if found is None:
+            return OffsetPosition(self.base_offset, 0)
+        return OffsetPosition(self.base_offset + found[0], found[1])
+
     def offset_at_or_after_position(self, position: int) -> int | None:
         """The offset of the first entry whose position is >= `position` (entries'
         positions ascend), else None: a binary search straight over the mapping."""
-        if self._pending:
-            self._write_pending()
-        mapped = self._mmap
-        if mapped is None:
-            raise ValueError(f"{self.path} is closed")
+        if not self.entries:
+            return None
+        mapped = self._mapping()
         unpack = self.entry.unpack_from
         low, high = 0, self.entries
         while low < high:
@@ -397,13 +483,11 @@ class OffsetIndex(_Index):
 
     def sanity_check(self, log_size: int | None = None) -> None:
         """Cheap checks Kafka makes when it opens an index; O(1)."""
-        if self._file is None:
-            return  # lazy: no entries
-        length = os.fstat(self._file.fileno()).st_size
+        length = self._file_size()
         if length % self.entry_size:
             raise CorruptIndexError(f"{self.path}: size {length} is not a multiple of 8")
         if self.entries:
-            first, last = self.entry_at(0), self.entry_at(self.entries - 1)
+            first, last = self._peek_first_and_last()
             if first.offset < self.base_offset or last.offset < first.offset:
                 raise CorruptIndexError(f"{self.path}: entries are out of order")
             if log_size is not None and last.position > log_size:
@@ -428,16 +512,21 @@ class TimeIndex(_Index):
     entry = struct.Struct(">qi")
 
     def _key(self, n: int) -> int:
-        if self._pending:
-            self._write_pending()
         mapped = self._mmap
-        if mapped is None:
-            raise ValueError(f"{self.path} is closed")
+        if mapped is None or self._pending:
+            mapped = self._mapping()
         return self.entry.unpack_from(mapped, n * 12)[0]
 
     def entry_at(self, n: int) -> TimestampOffset:
         timestamp, relative = self._read(n)
         return TimestampOffset(timestamp, self.base_offset + relative)
+
+    def _peek_first_and_last(self) -> tuple[TimestampOffset, TimestampOffset]:
+        first, last = self._peek(0, self.entries - 1)
+        return (
+            TimestampOffset(first[0], self.base_offset + first[1]),
+            TimestampOffset(last[0], self.base_offset + last[1]),
+        )
 
     def __iter__(self) -> Iterator[TimestampOffset]:
         for n in range(self.entries):
@@ -493,13 +582,11 @@ class TimeIndex(_Index):
         self.truncate_to_entries(lo)
 
     def sanity_check(self) -> None:
-        if self._file is None:
-            return  # lazy: no entries
-        length = os.fstat(self._file.fileno()).st_size
+        length = self._file_size()
         if length % self.entry_size:
             raise CorruptIndexError(f"{self.path}: size {length} is not a multiple of 12")
         if self.entries:
-            first, last = self.entry_at(0), self.last_entry
+            first, last = self._peek_first_and_last()
             if first.offset < self.base_offset or last.offset < first.offset:
                 raise CorruptIndexError(f"{self.path}: entries are out of order")
             if last.timestamp < first.timestamp:

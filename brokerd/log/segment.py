@@ -191,11 +191,13 @@ class LogSegment:
         )
         self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
         self.bytes_since_last_index_entry = 0
-        self.max_timestamp_so_far = -1
-        self.offset_of_max_timestamp_so_far = base_offset
+        # The largest timestamp so far and its offset: read from the time index and the
+        # tail of the segment on first use (Kafka's lazy maxTimestampAndOffsetSoFar), so a
+        # loaded segment's indexes stay closed until something needs them: a broker loading
+        # 10,000 logs with data mapped both indexes of each and ran out of descriptors.
+        self._max_timestamp: int | None = None if self.size else -1
+        self._offset_of_max_timestamp = base_offset
         self._rolling_based_timestamp: int | None = None
-        if self.size:
-            self._load_largest_timestamp()
 
     # Naming --------------------------------------------------------------------------
     @property
@@ -255,17 +257,18 @@ class LogSegment:
             raise OSError(f"short write to {self.log_path}: {written} of {size}")
         self.size = position + size
         # `_index_appended`, inlined: this runs for every produced batch.
-        if max_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = max_timestamp
-            self.offset_of_max_timestamp_so_far = last_offset
+        largest = self._max_timestamp
+        if largest is None:  # not read since the segment was loaded
+            largest = self.max_timestamp_so_far
+        if max_timestamp > largest:
+            largest = self._max_timestamp = max_timestamp
+            self._offset_of_max_timestamp = last_offset
         since_index_entry = self.bytes_since_last_index_entry
         if since_index_entry > self.config.index_interval_bytes:
             # In order and with room: the log assigned the offsets, should_roll checked.
             base = self.base_offset
             self.offset_index.append_in_order(last_offset - base, position)
-            self.time_index.append_if_later(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far - base
-            )
+            self.time_index.append_if_later(largest, self._offset_of_max_timestamp - base)
             self.bytes_since_last_index_entry = size
         else:
             self.bytes_since_last_index_entry = since_index_entry + size
@@ -418,7 +421,7 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last entry (the segment's contribution to the LEO)."""
-        last = self.offset_index.lookup(0x7FFFFFFFFFFFFFFF)
+        last = self.offset_index.lookup_once(0x7FFFFFFFFFFFFFFF)
         next_offset = self.base_offset
         for header in self.scan_headers(last.position):
             next_offset = header.last_offset + 1
@@ -578,20 +581,42 @@ class LogSegment:
         self.size = header.position
         self.bytes_since_last_index_entry = 0
         self._rolling_based_timestamp = None
-        self._load_largest_timestamp()
+        self._max_timestamp = None if self.size else -1  # read again on first use
+        self._offset_of_max_timestamp = self.base_offset
         if self.size == 0:
             self.created_ms = int(time.time() * 1000)
         return removed
 
-    def _load_largest_timestamp(self) -> None:
+    @property
+    def max_timestamp_so_far(self) -> int:
+        largest = self._max_timestamp
+        if largest is None:
+            largest = self._load_largest_timestamp()
+        return largest
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, timestamp: int) -> None:
+        self._max_timestamp = timestamp
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        if self._max_timestamp is None:
+            self._load_largest_timestamp()
+        return self._offset_of_max_timestamp
+
+    @offset_of_max_timestamp_so_far.setter
+    def offset_of_max_timestamp_so_far(self, offset: int) -> None:
+        self._offset_of_max_timestamp = offset
+
+    def _load_largest_timestamp(self) -> int:
         last = self.time_index.last_entry
-        self.max_timestamp_so_far = last.timestamp
-        self.offset_of_max_timestamp_so_far = last.offset
-        start = self.offset_index.lookup(last.offset).position
+        largest, offset = last.timestamp, last.offset
+        start = self.offset_index.lookup_once(last.offset).position
         for header in self.scan_headers(start):
-            if header.max_timestamp > self.max_timestamp_so_far:
-                self.max_timestamp_so_far = header.max_timestamp
-                self.offset_of_max_timestamp_so_far = header.last_offset
+            if header.max_timestamp > largest:
+                largest, offset = header.max_timestamp, header.last_offset
+        self._max_timestamp, self._offset_of_max_timestamp = largest, offset
+        return largest
 
     # Lifecycle -----------------------------------------------------------------------
     @property
@@ -627,9 +652,10 @@ class LogSegment:
         self.txn_index.flush()
 
     def close(self) -> None:
-        self.time_index.maybe_append(
-            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
-        )
+        if self._max_timestamp is not None:  # never read since loading: the index has it
+            self.time_index.maybe_append(
+                self._max_timestamp, self._offset_of_max_timestamp, skip_full_check=True
+            )
         if not self.file.closed:
             self.trim()
         self.offset_index.close()

@@ -85,3 +85,36 @@ def test_logs_with_and_without_index_entries_reopen_without_a_rebuild(tmp_path, 
     assert all(s.index_path.exists() and s.time_index_path.exists() for s in big.segments[:-1])
     small.close()
     big.close()
+
+
+def test_logs_with_data_load_and_pass_retention_holding_only_their_log_files(tmp_path):
+    """A restart of a broker whose 10,000 logs held data failed with EMFILE: each loaded
+    segment opened and mapped both its indexes (reading its largest timestamp and checking
+    them), two descriptors an index. Loaded, they stay closed (the load's checks and the
+    log's end read them with a pread); retention's look at every log's largest timestamp
+    maps none; a read maps what it searches, one descriptor an index (the mapping's own)."""
+    config = LogConfig(segment_bytes=3_000, index_interval_bytes=100)
+    manager = LogManager([tmp_path], config)
+    manager.startup()
+    for p in range(12):
+        log = manager.get_or_create_log("busy", p)
+        for _ in range(30):  # several segments, each with index entries
+            log.append_as_leader(batch(b"y" * 200, b"z" * 200), leader_epoch=0)
+    manager.shutdown()
+
+    again = LogManager([tmp_path], config)
+    again.startup()
+    logs = [again.get_log("busy", p) for p in range(12)]
+    segments = sum(len(log.segments) for log in logs)
+    assert segments >= 48 and all(log.segments[0].offset_index.entries for log in logs)
+    held = segments + 1  # each .log (and the log dir's .lock), no index
+    assert _open_fds(tmp_path) == held
+    assert all(log.log_end_offset == 60 for log in logs)
+    again.run_retention()  # reads every log's first segment's largest timestamp
+    assert logs[0].segments[0].largest_timestamp == 1001
+    assert _open_fds(tmp_path) == held
+    assert [r.offset for r in read_all(logs[3], 5)][:1] == [5]
+    searched = _open_fds(tmp_path) - held
+    assert 1 <= searched <= 2  # the offset index read (and at most the time index)
+    again.shutdown()
+    assert _open_fds(tmp_path) == 0
