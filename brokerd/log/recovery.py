@@ -16,6 +16,7 @@ Load order, as Kafka's LogLoader does it:
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,11 +69,13 @@ def load_log(
         # thousands of logs at once).
         segments: list[LogSegment] = []
     else:
-        _complete_interrupted_operations(directory, config)
+        names = _complete_interrupted_operations(directory, config)
         # After a crash, the segments from the one holding the recovery point on are
         # scanned and their indexes rebuilt anyway: their (untrimmed) indexes are not
         # checked first.
-        segments = _open_segments(directory, config, None if had_clean_shutdown else recovery_point)
+        segments = _open_segments(
+            directory, config, names, None if had_clean_shutdown else recovery_point
+        )
 
     epochs = LeaderEpochFileCache(LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT))
     scanned: _ScannedProducerBatches | None = None
@@ -81,7 +84,7 @@ def load_log(
     if not segments:
         start = max(log_start_offset, 0)
         segments = [LogSegment(directory, start, config, created_ms=int(clock() * 1000))]
-    else:
+    elif not segments[-1].active:
         # Only the last segment takes appends: give its indexes their preallocated room.
         last = segments[-1]
         last.close()
@@ -110,13 +113,23 @@ def load_log(
     return result
 
 
-def _complete_interrupted_operations(directory: Path, config: LogConfig) -> None:
-    for path in sorted(directory.iterdir()):
-        name = path.name
-        if name.endswith(DELETED_SUFFIX) or name.endswith(CLEANED_SUFFIX):
-            path.unlink(missing_ok=True)  # a deletion or cleaning that did not finish
-        elif name.endswith(".tmp"):
-            path.unlink(missing_ok=True)
+def _complete_interrupted_operations(directory: Path, config: LogConfig) -> list[str]:
+    """Finish or undo what a crash interrupted; returns the dir's file names after it (one
+    listing: a restart loads thousands of logs and most have nothing to complete)."""
+    names = os.listdir(directory)
+    changed = False
+    for name in names:
+        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
+            # A deletion or cleaning that did not finish, a file not yet renamed in place.
+            (directory / name).unlink(missing_ok=True)
+            changed = True
+    if any(name.endswith(SWAP_SUFFIX) or name.endswith(SWAP_GROUP_SUFFIX) for name in names):
+        _complete_swaps(directory, config)
+        changed = True
+    return os.listdir(directory) if changed else names
+
+
+def _complete_swaps(directory: Path, config: LogConfig) -> None:
     # A `.swap` log is a cleaned segment whose swap was interrupted after it was
     # complete: it replaces every old segment it covers (as Kafka: those based in
     # [swap base, swap's next offset)) and every segment of its group (swap.py).
@@ -143,21 +156,26 @@ def _complete_interrupted_operations(directory: Path, config: LogConfig) -> None
 
 
 def _open_segments(
-    directory: Path, config: LogConfig, recover_from: int | None = None
+    directory: Path, config: LogConfig, names: list[str], recover_from: int | None = None
 ) -> list[LogSegment]:
-    """Open every segment; check (or rebuild) the indexes of those recovery will not scan:
-    with `recover_from` (a crash's recovery point), the segment holding it and the later
-    ones are left to `_recover`."""
-    paths = sorted(directory.glob(f"*{LOG_SUFFIX}"))
-    bases = [offset_from_filename(path.name) for path in paths]
+    """Open every segment (`names`: the dir's files); check (or rebuild) the indexes of
+    those recovery will not scan: with `recover_from` (a crash's recovery point), the
+    segment holding it and the later ones are left to `_recover`."""
+    log_names = sorted(name for name in names if name.endswith(LOG_SUFFIX))
+    present = set(names)
+    bases = [offset_from_filename(name) for name in log_names]
     scanned_from = None
     if recover_from is not None and bases:
         scanned_from = max((b for b in bases if b <= recover_from), default=bases[0])
     segments = []
-    for log_path, base in zip(paths, bases, strict=True):
+    # After a clean shutdown the last segment is opened as the active one at once (not
+    # opened sealed, closed and opened again by load_log).
+    active_base = bases[-1] if recover_from is None and bases else None
+    for log_name, base in zip(log_names, bases, strict=True):
+        log_path = directory / log_name
         # Looked at before the segment opens its index (which creates a missing one).
-        index_missing = not (directory / f"{log_path.name[:20]}{INDEX_SUFFIX}").exists()
-        segment = LogSegment(directory, base, config, active=False)
+        index_missing = f"{log_name[:20]}{INDEX_SUFFIX}" not in present
+        segment = LogSegment(directory, base, config, active=base == active_base)
         if scanned_from is not None and base >= scanned_from:
             segments.append(segment)
             continue

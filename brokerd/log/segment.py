@@ -163,6 +163,9 @@ class LogSegment:
         self.dir = Path(directory)
         self.base_offset = base_offset
         self.config = config
+        # Opened to take appends (its indexes mapped at their preallocated size when
+        # opened); a roll or a rebuild seals it.
+        self.active = active
         prefix = filename_prefix(base_offset)
         self.log_path = self.dir / f"{prefix}{LOG_SUFFIX}{suffix}"
         # Not O_APPEND: appends go to `size` with pwrite, which a preallocated file needs
@@ -638,6 +641,7 @@ class LogSegment:
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
         self.trim()
+        self.active = False
 
     def trim(self) -> None:
         """Cut a preallocated file to its data (Kafka's FileRecords.trim)."""
