@@ -275,20 +275,31 @@ class Broker:
         """Report ready once the controller's LeaderAndIsr has given this broker a role for
         every partition it holds, so a restarted broker does not answer its first clients
         NOT_LEADER_OR_FOLLOWER. Bounded: without a controller the broker starts anyway."""
-        deadline = asyncio.get_running_loop().time() + timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        # The partitions still without a role: read from the whole metadata every second
+        # (topics deleted or assigned meanwhile), between those reads only narrowed (the
+        # loop handles the LeaderAndIsr of 10,000 partitions meanwhile).
+        missing: list[tuple[str, int]] = []
+        looked_at = -1.0
         while True:
-            missing = [
-                (info.name, index)
-                for info in list(self.metadata.topics.values())
-                if not info.marked_for_deletion
-                for index, replicas in info.assignment.items()
-                if self.broker_id in replicas
-                and (info.name, index) not in self.replicas.partitions
-                and (info.name, index) not in self.log_manager.offline_partitions
-            ]
+            whole_look = loop.time() - looked_at >= 1.0 or not missing
+            if whole_look:
+                looked_at = loop.time()
+                missing = [
+                    (info.name, index)
+                    for info in list(self.metadata.topics.values())
+                    if not info.marked_for_deletion
+                    for index, replicas in info.assignment.items()
+                    if self.broker_id in replicas
+                ]
+            roles, offline = self.replicas.partitions, self.log_manager.offline_partitions
+            missing = [tp for tp in missing if tp not in roles and tp not in offline]
             if not missing:
-                return
-            if asyncio.get_running_loop().time() > deadline:
+                if whole_look:
+                    return
+                continue  # all seen so far have a role: one whole look before saying so
+            if loop.time() > deadline:
                 log.warning(
                     "starting without a role for %d partitions, e.g. %s", len(missing), missing[:3]
                 )
