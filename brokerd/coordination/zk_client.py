@@ -463,59 +463,72 @@ class ZkClient:
             out.extend(result)
         return out
 
-    async def _write_multi(
-        self,
-        ops: Sequence[Any],
-        single: Callable[[int], Callable[[KazooClient], Any]],
-        fence: Fence | None = None,
-    ) -> list[Any]:
+    async def _write_multi(self, ops: Sequence[Any], fence: Fence | None = None) -> list[Any]:
         """Per write operation its answer (a ZnodeStat, a created path, True) or the
         exception it met: the operations in multis of WRITES_PER_REQUEST (each behind a
         check of `fence` when given), pipelined. A multi fails as a whole when one of its
-        operations does: that one's exception is its answer (the write did not happen), the
-        others are sent again each on its own (`single(i)`, the request of operation i
-        alone: a fenced multi of two when fenced), so every znode's outcome is its own as
-        with a request per znode. ControllerMovedError when the fence failed."""
-        if not ops:
-            return []
-        chunks = zk_multi.write_chunks(ops)
+        operations does, and ZooKeeper names that one: its exception is its answer (the
+        write did not happen); the operations before it (which passed) are sent again as
+        one multi, those after it (not tried) as two halves, all in the next batch, so a
+        multi with c clashes among n costs about c * log2(n / c) requests more, never one
+        per operation, and every znode's outcome is its own as with a request per znode.
+        After MULTI_ROUNDS batches the rest go as multis of one operation each.
+        ControllerMovedError when the fence failed."""
+        results: list[Any] = [None] * len(ops)
+        groups: list[Sequence[int]] = zk_multi.write_chunks(ops)
+        skip = 0 if fence is None else 1
 
-        def request(chunk: range) -> Callable[[KazooClient], Any]:
+        def request(group: Sequence[int]) -> Callable[[KazooClient], Any]:
             def send(kazoo: KazooClient) -> Any:
                 checked = [zk_multi.check_op(kazoo, *fence)] if fence is not None else []
                 return zk_multi.submit(
-                    kazoo, zk_multi.transaction(checked + [ops[i] for i in chunk])
+                    kazoo, zk_multi.transaction(checked + [ops[i] for i in group])
                 )
 
             return send
 
-        skip = 0 if fence is None else 1
-        found = await self._pipeline([request(chunk) for chunk in chunks])
-        results: list[Any] = [None] * len(ops)
-        again: list[int] = []
-        for chunk, answer in zip(chunks, found, strict=True):
-            if isinstance(answer, Exception) or len(answer) != len(chunk) + skip:
-                again.extend(chunk)  # refused as a whole (no operation named): one by one
-                continue
-            if fence is not None and isinstance(answer[0], BadVersionError | NoNodeError):
-                raise ControllerMovedError(f"{fence[0]} is no longer at version {fence[1]}")
-            answers = answer[skip:]
-            failed = any(isinstance(result, Exception) for result in answers)
-            for index, result in zip(chunk, answers, strict=True):
-                if failed and isinstance(result, zk_multi.NOT_THE_CAUSE):
-                    again.append(index)
-                else:
-                    results[index] = result
-        if again:
-            resent = await self._pipeline([single(i) for i in again])
-            for index, result in zip(again, resent, strict=True):
-                if fence is not None:
-                    if isinstance(result, Exception):
-                        raise result
-                    if isinstance(result[0], BadVersionError | NoNodeError):
-                        raise ControllerMovedError(f"{fence[0]} is no longer at version {fence[1]}")
-                    result = result[1]
-                results[index] = result
+        rounds = 0
+        while groups:
+            rounds += 1
+            if rounds > zk_multi.MULTI_ROUNDS:
+                groups = [[i] for group in groups for i in group]
+            found = await self._pipeline([request(group) for group in groups])
+            again: list[Sequence[int]] = []
+            for group, answer in zip(groups, found, strict=True):
+                if isinstance(answer, Exception) or len(answer) != len(group) + skip:
+                    # Refused as a whole, no operation named (a connection drop is ridden
+                    # out by the batch): halves, down to the operation alone.
+                    if len(group) == 1:
+                        if not isinstance(answer, Exception):
+                            raise RuntimeError(f"a multi of one write answered {answer!r}")
+                        results[group[0]] = answer
+                    else:
+                        again += _halves(group)
+                    continue
+                if fence is not None and isinstance(answer[0], BadVersionError | NoNodeError):
+                    raise ControllerMovedError(f"{fence[0]} is no longer at version {fence[1]}")
+                answers = answer[skip:]
+                cause = next(
+                    (
+                        k
+                        for k, result in enumerate(answers)
+                        if isinstance(result, Exception)
+                        and not isinstance(result, zk_multi.NOT_THE_CAUSE)
+                    ),
+                    None,
+                )
+                if cause is None and any(isinstance(r, Exception) for r in answers):
+                    again += _halves(group)  # failed, naming none: as refused
+                    continue
+                if cause is None:
+                    for index, result in zip(group, answers, strict=True):
+                        results[index] = result
+                    continue
+                results[group[cause]] = answers[cause]
+                if cause:
+                    again.append(group[:cause])
+                again += _halves(group[cause + 1 :])
+            groups = again
         return results
 
     async def get_many(
@@ -588,19 +601,13 @@ class ZkClient:
     async def create_many(self, items: Sequence[tuple[str, bytes]]) -> list[Exception | None]:
         """Create every (path, data) in one batch (parents must exist): per item None, or
         the NodeExistsError / NoNodeError it met."""
-        found = await self._write_multi(
-            [zk_multi.create_op(self._kazoo, p, d) for p, d in items],
-            lambda i: _request("create_async", *items[i]),
-        )
+        found = await self._write_multi([zk_multi.create_op(self._kazoo, p, d) for p, d in items])
         return [_accepted(result, NodeExistsError, NoNodeError) for result in found]
 
     async def delete_many(self, paths: Sequence[str]) -> list[Exception | None]:
         """Delete every path (any version) in one batch: per item None, or the NoNodeError
         / NotEmptyError it met."""
-        found = await self._write_multi(
-            [zk_multi.delete_op(self._kazoo, p) for p in paths],
-            lambda i: _request("delete_async", paths[i]),
-        )
+        found = await self._write_multi([zk_multi.delete_op(self._kazoo, p) for p in paths])
         return [_accepted(result, NoNodeError, NotEmptyError) for result in found]
 
     async def delete_tree(self, path: str) -> None:
@@ -626,46 +633,24 @@ class ZkClient:
     async def fenced_create_many(
         self, items: Sequence[tuple[str, bytes]], fence: Fence
     ) -> list[Exception | None]:
-        """Create every (path, data) in one batch, each a multi checked against `fence` as
-        fenced_create_json: per item None, or its NodeExistsError / NoNodeError;
+        """Create every (path, data) in one batch, each checked against `fence` as
+        fenced_create_json (in multis behind one check): per item None, or its NodeExistsError / NoNodeError;
         ControllerMovedError when the fence failed."""
 
-        def request(path: str, data: bytes) -> Callable[[KazooClient], Any]:
-            def send(kazoo: KazooClient) -> Any:
-                txn = kazoo.transaction()
-                txn.check(*fence)
-                txn.create(path, data)
-                return txn.commit_async()
-
-            return send
-
         found = await self._write_multi(
-            [zk_multi.create_op(self._kazoo, p, d) for p, d in items],
-            lambda i: request(*items[i]),
-            fence,
+            [zk_multi.create_op(self._kazoo, p, d) for p, d in items], fence
         )
         return [_accepted(result, NodeExistsError, NoNodeError) for result in found]
 
     async def fenced_set_many(
         self, items: Sequence[tuple[str, bytes, int]], fence: Fence
     ) -> list[int | Exception]:
-        """Set every (path, data, version) in one batch, each a multi checked against
-        `fence` as fenced_set_json: per item the new version, or its BadVersionError /
+        """Set every (path, data, version) in one batch, each checked against `fence` as
+        fenced_set_json (in multis behind one check): per item the new version, or its BadVersionError /
         NoNodeError; ControllerMovedError when the fence failed."""
 
-        def request(path: str, data: bytes, version: int) -> Callable[[KazooClient], Any]:
-            def send(kazoo: KazooClient) -> Any:
-                txn = kazoo.transaction()
-                txn.check(*fence)
-                txn.set_data(path, data, version)
-                return txn.commit_async()
-
-            return send
-
         found = await self._write_multi(
-            [zk_multi.set_data_op(self._kazoo, p, d, v) for p, d, v in items],
-            lambda i: request(*items[i]),
-            fence,
+            [zk_multi.set_data_op(self._kazoo, p, d, v) for p, d, v in items], fence
         )
         out: list[int | Exception] = []
         for result in found:
@@ -678,8 +663,7 @@ class ZkClient:
         set_raw (a partition leader's ISR writes: no controller fence): per item the new
         version, or its BadVersionError / NoNodeError."""
         found = await self._write_multi(
-            [zk_multi.set_data_op(self._kazoo, p, d, v) for p, d, v in items],
-            lambda i: _request("set_async", *items[i]),
+            [zk_multi.set_data_op(self._kazoo, p, d, v) for p, d, v in items]
         )
         out: list[int | Exception] = []
         for result in found:
@@ -712,6 +696,15 @@ def _request(method: str, *args: Any) -> Callable[[KazooClient], Any]:
         return getattr(kazoo, method)(*args)
 
     return send
+
+
+def _halves(group: Sequence[int]) -> list[Sequence[int]]:
+    """`group` cut in two; a small one into its operations (dense clashes: halving it
+    further would cost more requests and round trips than a request per write)."""
+    if len(group) <= zk_multi.SPLIT_INTO_SINGLES:
+        return [[i] for i in group]
+    middle = len(group) // 2
+    return [group[:middle], group[middle:]]
 
 
 def _accepted(result: Any, *expected: type[Exception]) -> Exception | None:

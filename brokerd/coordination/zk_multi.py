@@ -13,9 +13,10 @@ answered on its own (a missing znode fails only its operation); it sets no watch
 read with a watcher keeps its own request. A write multi is atomic: one failing operation
 (a version clash, a missing parent) fails them all, ZooKeeper naming only that one (the
 others answer RolledBack or RuntimeInconsistency). Its answer is final for it; the others
-of that multi are sent again each in a request of its own (ZkClient does), so a clash costs
-one round trip more and never changes another partition's outcome: per znode the write is
-conditional exactly as before (on its version and, for the controller, on the fence).
+of that multi are sent again in smaller multis (ZkClient._write_multi), so a clash costs a
+round trip more and a few requests, and never changes another partition's outcome: per
+znode the write is conditional exactly as before (on its version and, for the controller,
+on the fence).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ READS_PER_REQUEST = 100
 # (1 MiB by default), which bounds a request.
 WRITES_PER_REQUEST = 200
 WRITE_BYTES_PER_REQUEST = 256 * 1024
+# Batches of write multis after a failed one before the rest go a write per multi.
+MULTI_ROUNDS = 12
+# A failed multi's untried rest of at most this many writes goes a write per multi.
+SPLIT_INTO_SINGLES = 8
 # A multi's operations other than the failing one answer these.
 NOT_THE_CAUSE = (RolledBackError, RuntimeInconsistency)
 # Bound on the children of one znode listed by a multi-read answer (hostile-input bound:
@@ -171,10 +176,10 @@ def op_size(op: Any) -> int:
     return len(op.path) + (len(data) if data else 0) + 64
 
 
-def write_chunks(ops: Sequence[Any]) -> list[range]:
+def write_chunks(ops: Sequence[Any]) -> list[Sequence[int]]:
     """The operations' indexes cut into multis of at most WRITES_PER_REQUEST operations and
     about WRITE_BYTES_PER_REQUEST bytes."""
-    chunks: list[range] = []
+    chunks: list[Sequence[int]] = []
     start, size = 0, 0
     for index, op in enumerate(ops):
         cost = op_size(op)
