@@ -124,6 +124,8 @@ class _Index:
         try:
             return os.open(path, flags)
         except FileNotFoundError:
+            if self._closed:  # deleted meanwhile: as for a closed file, readers retry
+                raise ValueError(f"{path} is closed") from None
             if self.path == path:
                 raise
             return os.open(self.path, flags)
