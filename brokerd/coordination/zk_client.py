@@ -398,8 +398,8 @@ class ZkClient:
     # outstanding at once. A request that met a dropped connection is sent again once
     # connected: reads and creates whose NodeExistsError the caller accepts are idempotent,
     # and a conditional write that did land answers the resend with BadVersionError (in a
-    # multi: that write's answer, the others sent again alone), which its caller handles as
-    # any concurrent change.
+    # multi: that write's answer, the others sent again in smaller multis), which its caller
+    # handles as any concurrent change.
     async def _pipeline(self, requests: Sequence[Callable[[KazooClient], Any]]) -> list[Any]:
         """Each `request(kazoo)` issues one *_async call; the answers (or the exceptions
         raised for them) in order."""
@@ -518,7 +518,12 @@ class ZkClient:
                     None,
                 )
                 if cause is None and any(isinstance(r, Exception) for r in answers):
-                    again += _halves(group)  # failed, naming none: as refused
+                    # Failed, naming none (the fence check refused for another reason):
+                    # as refused.
+                    if len(group) == 1:
+                        results[group[0]] = answers[0]
+                    else:
+                        again += _halves(group)
                     continue
                 if cause is None:
                     for index, result in zip(group, answers, strict=True):
