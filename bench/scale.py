@@ -188,11 +188,105 @@ def _java_produce_rate(
     return float(line.split()[1])
 
 
+def controller_cases(cluster, admin, benchmark: str, wide: int, total: int) -> list[Result]:
+    """The controller's big operations on the topic "scale-wide" (`wide` partitions of the
+    cluster's `total`), as Results named `benchmark`: a controlled shutdown of a broker that
+    is not the controller, its restart until it is back in every ISR, then kill -9 of the
+    controller until every partition serves again."""
+    from tests.cluster.conftest import SESSION_TIMEOUT_MS
+
+    results = []
+    meta = admin.list_topics(topic="scale-wide", timeout=10)
+    controller = meta.controller_id
+    stopping_id = next(b for b in cluster.brokers if b != controller)
+    led = sum(1 for p in meta.topics["scale-wide"].partitions.values() if p.leader == stopping_id)
+    stopping = cluster.brokers[stopping_id]
+    already = len(stopping.output)
+    started = time.monotonic()
+    stopping.process.send_signal(signal.SIGTERM)
+    shutdown_s = timed_wait(lambda: "controlled shutdown succeeded" in stopping.output[already:])
+    stopping.terminate(120)
+    exited_s = time.monotonic() - started
+    say(
+        f"{benchmark}: controlled shutdown of broker {stopping_id} leading {led} partitions: "
+        f"leaders moved after {shutdown_s:.2f} s, process exited after {exited_s:.2f} s"
+    )
+    results.append(
+        Result(
+            benchmark,
+            f"controlled shutdown, broker leading {led} of {total} partitions",
+            "s",
+            "SIGTERM -> all leaders moved",
+            shutdown_s,
+            "Kafka 1.1, 10,000 partitions",
+            3.0,
+            shutdown_s / 3.0,
+            note="aim (issue 15): 5 s",
+        )
+    )
+    restarted_at = time.monotonic()
+    cluster.brokers[stopping_id].start(600)
+    started_s = time.monotonic() - restarted_at
+    hosted = sum(
+        1 for p in meta.topics["scale-wide"].partitions.values() if stopping_id in p.replicas
+    )
+    timed_wait(lambda: _back_in_every_isr(admin, "scale-wide", stopping_id), 900)
+    restart_s = time.monotonic() - restarted_at
+    say(
+        f"{benchmark}: restart of broker {stopping_id} (replica of {hosted} partitions): "
+        f"serving after {started_s:.2f} s, back in every ISR after {restart_s:.2f} s"
+    )
+    results.append(
+        Result(
+            benchmark,
+            f"restart of a broker holding {hosted} of {total} partitions, until "
+            "it is back in every ISR",
+            "s",
+            "start -> in every ISR",
+            restart_s,
+            "aim (issue 15)",
+            30.0,
+            restart_s / 30.0,
+            aim_at_most=1.0,
+            note=f"process serving after {started_s:.1f} s",
+        )
+    )
+
+    controller = admin.list_topics(timeout=10).controller_id
+    killed_at = time.monotonic()
+    cluster.brokers[controller].kill()
+    timed_wait(
+        lambda: (
+            _serving(admin, "scale-wide", wide, excluded=controller)
+            and admin.list_topics(timeout=10).controller_id not in (controller, -1)
+        )
+    )
+    failover_s = time.monotonic() - killed_at
+    session_s = SESSION_TIMEOUT_MS / 1000
+    say(
+        f"{benchmark}: kill -9 of controller {controller}: all {wide} serving after {failover_s:.2f} s"
+    )
+    results.append(
+        Result(
+            benchmark,
+            f"kill -9 of the controller until all {wide} partitions serve",
+            "s",
+            "kill -9 -> all serving",
+            failover_s,
+            "ZooKeeper session timeout",
+            session_s,
+            failover_s / session_s,
+            aim_at_most=1.5,
+        )
+    )
+    return results
+
+
 def run(quick: bool) -> list[Result]:
     from confluent_kafka.admin import AdminClient
 
     from bench.replication import _Dirs
-    from tests.cluster.conftest import SESSION_TIMEOUT_MS, Cluster
+    from tests.cluster.conftest import Cluster
     from tests.harness import ZooKeeper
 
     wide = int(os.environ.get("BENCH_SCALE_PARTITIONS") or (300 if quick else 1000))
@@ -293,94 +387,7 @@ def run(quick: bool) -> list[Result]:
                     )
                 )
 
-            meta = admin.list_topics(topic="scale-wide", timeout=10)
-            controller = meta.controller_id
-            stopping_id = next(b for b in cluster.brokers if b != controller)
-            led = sum(
-                1 for p in meta.topics["scale-wide"].partitions.values() if p.leader == stopping_id
-            )
-            stopping = cluster.brokers[stopping_id]
-            already = len(stopping.output)
-            started = time.monotonic()
-            stopping.process.send_signal(signal.SIGTERM)
-            shutdown_s = timed_wait(
-                lambda: "controlled shutdown succeeded" in stopping.output[already:]
-            )
-            stopping.terminate(120)
-            exited_s = time.monotonic() - started
-            say(
-                f"scale: controlled shutdown of broker {stopping_id} leading {led} partitions: "
-                f"leaders moved after {shutdown_s:.2f} s, process exited after {exited_s:.2f} s"
-            )
-            results.append(
-                Result(
-                    "scale",
-                    f"controlled shutdown, broker leading {led} of {wide + NARROW} partitions",
-                    "s",
-                    "SIGTERM -> all leaders moved",
-                    shutdown_s,
-                    "Kafka 1.1, 10,000 partitions",
-                    3.0,
-                    shutdown_s / 3.0,
-                )
-            )
-            restarted_at = time.monotonic()
-            cluster.brokers[stopping_id].start(600)
-            started_s = time.monotonic() - restarted_at
-            hosted = sum(
-                1
-                for p in meta.topics["scale-wide"].partitions.values()
-                if stopping_id in p.replicas
-            )
-            timed_wait(lambda: _back_in_every_isr(admin, "scale-wide", stopping_id), 900)
-            restart_s = time.monotonic() - restarted_at
-            say(
-                f"scale: restart of broker {stopping_id} (replica of {hosted} partitions): "
-                f"serving after {started_s:.2f} s, back in every ISR after {restart_s:.2f} s"
-            )
-            results.append(
-                Result(
-                    "scale",
-                    f"restart of a broker holding {hosted} of {wide + NARROW} partitions, until "
-                    "it is back in every ISR",
-                    "s",
-                    "start -> in every ISR",
-                    restart_s,
-                    "aim (issue 15)",
-                    30.0,
-                    restart_s / 30.0,
-                    aim_at_most=1.0,
-                    note=f"process serving after {started_s:.1f} s",
-                )
-            )
-
-            controller = admin.list_topics(timeout=10).controller_id
-            killed_at = time.monotonic()
-            cluster.brokers[controller].kill()
-            timed_wait(
-                lambda: (
-                    _serving(admin, "scale-wide", wide, excluded=controller)
-                    and admin.list_topics(timeout=10).controller_id not in (controller, -1)
-                )
-            )
-            failover_s = time.monotonic() - killed_at
-            session_s = SESSION_TIMEOUT_MS / 1000
-            say(
-                f"scale: kill -9 of controller {controller}: all {wide} serving after {failover_s:.2f} s"
-            )
-            results.append(
-                Result(
-                    "scale",
-                    f"kill -9 of the controller until all {wide} partitions serve",
-                    "s",
-                    "kill -9 -> all serving",
-                    failover_s,
-                    "ZooKeeper session timeout",
-                    session_s,
-                    failover_s / session_s,
-                    aim_at_most=1.5,
-                )
-            )
+            results += controller_cases(cluster, admin, "scale", wide, wide + NARROW)
             return results
         finally:
             if cluster is not None:
