@@ -29,7 +29,9 @@ ZooKeeper session). Cases:
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import statistics
 import sys
@@ -282,16 +284,17 @@ def controller_cases(cluster, admin, benchmark: str, wide: int, total: int) -> l
     return results
 
 
-def run(quick: bool) -> list[Result]:
+@contextlib.contextmanager
+def three_brokers(name: str):
+    """A ZooKeeper and tests/cluster's three brokers in a scratch dir, with an AdminClient;
+    BENCH_SCALE_LOGS=<dir> keeps the brokers' logs there (the timeline of each case)."""
     from confluent_kafka.admin import AdminClient
 
     from bench.replication import _Dirs
     from tests.cluster.conftest import Cluster
     from tests.harness import ZooKeeper
 
-    wide = int(os.environ.get("BENCH_SCALE_PARTITIONS") or (300 if quick else 1000))
-    results = []
-    with scratch_dir("scale") as base:
+    with scratch_dir(name) as base:
         zookeeper = ZooKeeper(base / "zookeeper").start()
         cluster = None
         try:
@@ -299,97 +302,105 @@ def run(quick: bool) -> list[Result]:
             admin = AdminClient(
                 {"bootstrap.servers": cluster.bootstrap, "socket.timeout.ms": 300000}
             )
-            narrow_s = _create(admin, "scale-narrow", NARROW)
-            say(f"scale: {NARROW} partitions RF 3 serving after {narrow_s:.2f} s")
-            narrow_metadata_s = _metadata_s(admin)
-            wide_s = _create(admin, "scale-wide", wide)
-            say(f"scale: {wide} partitions RF 3 serving after {wide_s:.2f} s")
-            results.append(
-                Result(
-                    "scale",
-                    f"create {wide} vs {NARROW} partitions, RF 3, until all serve",
-                    "s",
-                    f"{wide} partitions",
-                    wide_s,
-                    f"{NARROW} partitions",
-                    narrow_s,
-                    wide_s / narrow_s,
-                    aim_at_most=20,
-                )
-            )
-            wide_metadata_s = _metadata_s(admin)
-            say(
-                f"scale: Metadata for all topics {wide_metadata_s * 1000:.1f} ms at "
-                f"{wide + NARROW} partitions, {narrow_metadata_s * 1000:.1f} ms at {NARROW}"
-            )
-            results.append(
-                Result(
-                    "scale",
-                    f"Metadata for all topics, {wide + NARROW} vs {NARROW} partitions",
-                    "ms",
-                    f"{wide + NARROW} partitions",
-                    wide_metadata_s * 1000,
-                    f"{NARROW} partitions",
-                    narrow_metadata_s * 1000,
-                    wide_metadata_s / narrow_metadata_s,
-                )
-            )
-            records = 50_000 if quick else 200_000
-            # At most 1,000 partitions at once (the issue's case), whatever the topic's size.
-            spread_over = min(wide, PRODUCE_SPREAD)
-            spread = _produce_rate(
-                cluster.bootstrap, "scale-wide", list(range(spread_over)), records
-            )
-            single = _produce_rate(cluster.bootstrap, "scale-wide", [0], records)
-            say(
-                f"scale: produce {records} records to {spread_over} partitions {spread:,.0f}/s, "
-                f"to one partition {single:,.0f}/s"
-            )
-            results.append(
-                Result(
-                    "scale",
-                    f"produce to {spread_over} partitions at once vs to one (acks=1)",
-                    "records/s",
-                    f"{spread_over} partitions",
-                    spread,
-                    "one partition",
-                    single,
-                    spread / single,
-                    aim_at_least=0.7,
-                )
-            )
-
-            java_records = 200_000 if quick else 1_000_000
-            java_spread = _java_produce_rate(
-                base, cluster.bootstrap, "scale-wide", spread_over, java_records
-            )
-            if java_spread is not None:
-                java_single = _java_produce_rate(
-                    base, cluster.bootstrap, "scale-wide", 1, java_records
-                )
-                assert java_single is not None
-                say(
-                    f"scale: Java producer, {java_records} records to {spread_over} partitions "
-                    f"{java_spread:,.0f}/s, to one partition {java_single:,.0f}/s"
-                )
-                results.append(
-                    Result(
-                        "scale",
-                        f"produce to {spread_over} partitions at once vs to one, Kafka's Java "
-                        "producer (acks=1)",
-                        "records/s",
-                        f"{spread_over} partitions",
-                        java_spread,
-                        "one partition",
-                        java_single,
-                        java_spread / java_single,
-                        aim_at_least=0.7,
-                    )
-                )
-
-            results += controller_cases(cluster, admin, "scale", wide, wide + NARROW)
-            return results
+            yield base, cluster, admin
         finally:
             if cluster is not None:
                 cluster.kill_all()
             zookeeper.stop()
+            keep = os.environ.get("BENCH_SCALE_LOGS")
+            if keep:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                for log_path in base.glob("*/broker.log"):
+                    shutil.copy(log_path, Path(keep) / f"{log_path.parent.name}.log")
+
+
+def run(quick: bool) -> list[Result]:
+    wide = int(os.environ.get("BENCH_SCALE_PARTITIONS") or (300 if quick else 1000))
+    results = []
+    with three_brokers("scale") as (base, cluster, admin):
+        narrow_s = _create(admin, "scale-narrow", NARROW)
+        say(f"scale: {NARROW} partitions RF 3 serving after {narrow_s:.2f} s")
+        narrow_metadata_s = _metadata_s(admin)
+        wide_s = _create(admin, "scale-wide", wide)
+        say(f"scale: {wide} partitions RF 3 serving after {wide_s:.2f} s")
+        results.append(
+            Result(
+                "scale",
+                f"create {wide} vs {NARROW} partitions, RF 3, until all serve",
+                "s",
+                f"{wide} partitions",
+                wide_s,
+                f"{NARROW} partitions",
+                narrow_s,
+                wide_s / narrow_s,
+                aim_at_most=20,
+            )
+        )
+        wide_metadata_s = _metadata_s(admin)
+        say(
+            f"scale: Metadata for all topics {wide_metadata_s * 1000:.1f} ms at "
+            f"{wide + NARROW} partitions, {narrow_metadata_s * 1000:.1f} ms at {NARROW}"
+        )
+        results.append(
+            Result(
+                "scale",
+                f"Metadata for all topics, {wide + NARROW} vs {NARROW} partitions",
+                "ms",
+                f"{wide + NARROW} partitions",
+                wide_metadata_s * 1000,
+                f"{NARROW} partitions",
+                narrow_metadata_s * 1000,
+                wide_metadata_s / narrow_metadata_s,
+            )
+        )
+        records = 50_000 if quick else 200_000
+        # At most 1,000 partitions at once (the issue's case), whatever the topic's size.
+        spread_over = min(wide, PRODUCE_SPREAD)
+        spread = _produce_rate(cluster.bootstrap, "scale-wide", list(range(spread_over)), records)
+        single = _produce_rate(cluster.bootstrap, "scale-wide", [0], records)
+        say(
+            f"scale: produce {records} records to {spread_over} partitions {spread:,.0f}/s, "
+            f"to one partition {single:,.0f}/s"
+        )
+        results.append(
+            Result(
+                "scale",
+                f"produce to {spread_over} partitions at once vs to one (acks=1)",
+                "records/s",
+                f"{spread_over} partitions",
+                spread,
+                "one partition",
+                single,
+                spread / single,
+                aim_at_least=0.7,
+            )
+        )
+
+        java_records = 200_000 if quick else 1_000_000
+        java_spread = _java_produce_rate(
+            base, cluster.bootstrap, "scale-wide", spread_over, java_records
+        )
+        if java_spread is not None:
+            java_single = _java_produce_rate(base, cluster.bootstrap, "scale-wide", 1, java_records)
+            assert java_single is not None
+            say(
+                f"scale: Java producer, {java_records} records to {spread_over} partitions "
+                f"{java_spread:,.0f}/s, to one partition {java_single:,.0f}/s"
+            )
+            results.append(
+                Result(
+                    "scale",
+                    f"produce to {spread_over} partitions at once vs to one, Kafka's Java "
+                    "producer (acks=1)",
+                    "records/s",
+                    f"{spread_over} partitions",
+                    java_spread,
+                    "one partition",
+                    java_single,
+                    java_spread / java_single,
+                    aim_at_least=0.7,
+                )
+            )
+
+        results += controller_cases(cluster, admin, "scale", wide, wide + NARROW)
+    return results

@@ -18,11 +18,10 @@ BENCH_SCALE_LOGS=<dir> keeps the brokers' logs there.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
-from bench import Result, say, scratch_dir
+from bench import Result, say
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -30,34 +29,10 @@ if str(ROOT) not in sys.path:
 
 
 def run(quick: bool) -> list[Result]:
-    from confluent_kafka.admin import AdminClient
-
-    from bench.replication import _Dirs
-    from bench.scale import _create, controller_cases
-    from tests.cluster.conftest import Cluster
-    from tests.harness import ZooKeeper
+    from bench.scale import _create, controller_cases, three_brokers
 
     wide = int(os.environ.get("BENCH_SCALE_PARTITIONS") or (300 if quick else 1000))
-    results = []
-    with scratch_dir("scale-failover") as base:
-        zookeeper = ZooKeeper(base / "zookeeper").start()
-        cluster = None
-        try:
-            cluster = Cluster(zookeeper, _Dirs(base)).start()
-            admin = AdminClient(
-                {"bootstrap.servers": cluster.bootstrap, "socket.timeout.ms": 300000}
-            )
-            created_s = _create(admin, "scale-wide", wide)
-            say(f"scale_failover: {wide} partitions RF 3 serving after {created_s:.2f} s")
-
-            results += controller_cases(cluster, admin, "scale_failover", wide, wide)
-        finally:
-            if cluster is not None:
-                cluster.kill_all()
-            zookeeper.stop()
-            keep = os.environ.get("BENCH_SCALE_LOGS")
-            if keep:  # the brokers' logs, for the timeline of each case
-                for log_path in base.glob("*/broker.log"):
-                    Path(keep).mkdir(parents=True, exist_ok=True)
-                    shutil.copy(log_path, Path(keep) / f"{log_path.parent.name}.log")
-    return results
+    with three_brokers("scale-failover") as (_base, cluster, admin):
+        created_s = _create(admin, "scale-wide", wide)
+        say(f"scale_failover: {wide} partitions RF 3 serving after {created_s:.2f} s")
+        return controller_cases(cluster, admin, "scale_failover", wide, wide)
