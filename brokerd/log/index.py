@@ -23,7 +23,7 @@ import mmap
 import os
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -157,50 +157,37 @@ class _Index:
 
     def _peek(self, *slots: int) -> list[tuple[int, int]]:
         """Entries at `slots` without opening the index: read from the mapping if there is
-        one, else with one pread each on a descriptor held for this call only (a log's end
+        one, else with a pread each on a descriptor held for this call only (a log's end
         is found at load from its last entry, and the load's sanity check reads two)."""
         if self._opened or self._pending:
             return [self._read(n) for n in slots]
-        size, unpack = self.entry_size, self.entry.unpack
         fd = self._open_descriptor(os.O_RDONLY)
         try:
-            raws = [os.pread(fd, size, n * size) for n in slots]
+            return [self._pread_entry(fd, n) for n in slots]
         finally:
             os.close(fd)
-        if any(len(raw) < size for raw in raws):
-            raise CorruptIndexError(f"{self.path}: an entry is past the end of the file")
-        return [unpack(raw) for raw in raws]
+
+    def _pread_entry(self, fd: int, n: int) -> tuple[int, int]:
+        size = self.entry_size
+        raw = os.pread(fd, size, n * size)
+        if len(raw) < size:
+            raise CorruptIndexError(f"{self.path}: entry {n} is past the end of the file")
+        return self.entry.unpack(raw)
 
     def _floor_entry_unopened(self, target: int) -> tuple[int, int] | None:
         """The raw entry of `_floor_slot(target)` for a one-off reader (a segment's largest
         timestamp, which retention asks of every log): an index never opened is searched
         with preads on a descriptor held for this call instead of being mapped for good.
         None: no entry's key is <= target."""
-        if not self.entries:
-            return None
         if self._opened or self._pending:
             slot = self._floor_slot(target)
             return self._read(slot) if slot >= 0 else None
-        size, unpack = self.entry_size, self.entry.unpack
+        if not self.entries:
+            return None
         fd = self._open_descriptor(os.O_RDONLY)
         try:
-
-            def entry(n: int) -> tuple[int, int]:
-                raw = os.pread(fd, size, n * size)
-                if len(raw) < size:
-                    raise CorruptIndexError(f"{self.path}: entry {n} is past the end")
-                return unpack(raw)
-
-            if entry(0)[0] > target:
-                return None
-            lo, hi = 0, self.entries - 1
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if entry(mid)[0] <= target:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            return entry(lo)
+            slot = self._floor_slot(target, lambda n: self._pread_entry(fd, n)[0])
+            return self._pread_entry(fd, slot) if slot >= 0 else None
         finally:
             os.close(fd)
 
@@ -244,14 +231,16 @@ class _Index:
     def _key(self, n: int) -> int:
         raise NotImplementedError
 
-    def _floor_slot(self, target: int) -> int:
-        """Slot of the largest entry whose key is <= target, or -1."""
-        if self.entries == 0 or self._key(0) > target:
+    def _floor_slot(self, target: int, key: Callable[[int], int] | None = None) -> int:
+        """Slot of the largest entry whose key is <= target, or -1 (`key`: how slot n's key
+        is read, the mapping's `_key` unless given)."""
+        key = key or self._key
+        if self.entries == 0 or key(0) > target:
             return -1
         lo, hi = 0, self.entries - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self._key(mid) <= target:
+            if key(mid) <= target:
                 lo = mid
             else:
                 hi = mid - 1
@@ -417,15 +406,10 @@ class OffsetIndex(_Index):
         return self.entry.unpack_from(mapped, n * 8)[0]
 
     def entry_at(self, n: int) -> OffsetPosition:
-        relative, position = self._read(n)
-        return OffsetPosition(self.base_offset + relative, position)
+        return self._entry(self._read(n))
 
-    def _peek_first_and_last(self) -> tuple[OffsetPosition, OffsetPosition]:
-        first, last = self._peek(0, self.entries - 1)
-        return (
-            OffsetPosition(self.base_offset + first[0], first[1]),
-            OffsetPosition(self.base_offset + last[0], last[1]),
-        )
+    def _entry(self, raw: tuple[int, int]) -> OffsetPosition:
+        return OffsetPosition(self.base_offset + raw[0], raw[1])
 
     def __iter__(self) -> Iterator[OffsetPosition]:
         for n in range(self.entries):
@@ -489,7 +473,7 @@ class OffsetIndex(_Index):
         if length % self.entry_size:
             raise CorruptIndexError(f"{self.path}: size {length} is not a multiple of 8")
         if self.entries:
-            first, last = self._peek_first_and_last()
+            first, last = map(self._entry, self._peek(0, self.entries - 1))
             if first.offset < self.base_offset or last.offset < first.offset:
                 raise CorruptIndexError(f"{self.path}: entries are out of order")
             if log_size is not None and last.position > log_size:
@@ -520,15 +504,10 @@ class TimeIndex(_Index):
         return self.entry.unpack_from(mapped, n * 12)[0]
 
     def entry_at(self, n: int) -> TimestampOffset:
-        timestamp, relative = self._read(n)
-        return TimestampOffset(timestamp, self.base_offset + relative)
+        return self._entry(self._read(n))
 
-    def _peek_first_and_last(self) -> tuple[TimestampOffset, TimestampOffset]:
-        first, last = self._peek(0, self.entries - 1)
-        return (
-            TimestampOffset(first[0], self.base_offset + first[1]),
-            TimestampOffset(last[0], self.base_offset + last[1]),
-        )
+    def _entry(self, raw: tuple[int, int]) -> TimestampOffset:
+        return TimestampOffset(raw[0], self.base_offset + raw[1])
 
     def __iter__(self) -> Iterator[TimestampOffset]:
         for n in range(self.entries):
@@ -588,7 +567,7 @@ class TimeIndex(_Index):
         if length % self.entry_size:
             raise CorruptIndexError(f"{self.path}: size {length} is not a multiple of 12")
         if self.entries:
-            first, last = self._peek_first_and_last()
+            first, last = map(self._entry, self._peek(0, self.entries - 1))
             if first.offset < self.base_offset or last.offset < first.offset:
                 raise CorruptIndexError(f"{self.path}: entries are out of order")
             if last.timestamp < first.timestamp:

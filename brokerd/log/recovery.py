@@ -123,7 +123,7 @@ def _complete_interrupted_operations(directory: Path, config: LogConfig) -> list
             # A deletion or cleaning that did not finish, a file not yet renamed in place.
             (directory / name).unlink(missing_ok=True)
             changed = True
-    if any(name.endswith(SWAP_SUFFIX) or name.endswith(SWAP_GROUP_SUFFIX) for name in names):
+    if any(name.endswith((SWAP_SUFFIX, SWAP_GROUP_SUFFIX)) for name in names):
         _complete_swaps(directory, config)
         changed = True
     return os.listdir(directory) if changed else names
