@@ -173,7 +173,6 @@ def _open_segments(
     active_base = bases[-1] if recover_from is None and bases else None
     for log_name, base in zip(log_names, bases, strict=True):
         log_path = directory / log_name
-        # Looked at before the segment opens its index (which creates a missing one).
         index_missing = f"{log_name[:20]}{INDEX_SUFFIX}" not in present
         segment = LogSegment(directory, base, config, active=base == active_base)
         if scanned_from is not None and base >= scanned_from:

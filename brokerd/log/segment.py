@@ -633,8 +633,16 @@ class LogSegment:
             return self.max_timestamp_so_far
         return self.last_modified_ms
 
+    def _keeps_final_time_entry(self) -> bool:
+        """Whether a close appends the largest timestamp to the time index: not to one with
+        no file yet of a segment too short for an entry (an idle log's: its largest
+        timestamp is read from its few batches on first use), so that closing 10,000 idle
+        logs makes no files; the loader takes such a segment's missing index as empty."""
+        return self.time_index.file_made or self.size > self.config.index_interval_bytes
+
     def on_become_inactive(self) -> None:
-        """At roll: a final time index entry, then trim both indexes to their entries."""
+        """At roll: a final time index entry, then trim both indexes to their entries (a
+        sealed segment has both files, as Kafka's, even one too short for an entry)."""
         self.time_index.maybe_append(
             self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
         )
@@ -656,7 +664,8 @@ class LogSegment:
         self.txn_index.flush()
 
     def close(self) -> None:
-        if self._max_timestamp is not None:  # never read since loading: the index has it
+        # (_max_timestamp None: never read since loading, the index has it)
+        if self._max_timestamp is not None and self._keeps_final_time_entry():
             self.time_index.maybe_append(
                 self._max_timestamp, self._offset_of_max_timestamp, skip_full_check=True
             )
