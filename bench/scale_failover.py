@@ -2,7 +2,7 @@
 produce and Metadata cases (a run of ~3 minutes at 10,000 partitions instead of ~5.5).
 
 The same three brokers and ZooKeeper as bench/scale.py (tests/cluster's `Cluster`: a 4 s
-ZooKeeper session), one topic of BENCH_SCALE_PARTITIONS partitions (default 1,000; `--quick`
+ZooKeeper session, Kafka's default 30 s replica lag), one topic of BENCH_SCALE_PARTITIONS partitions (default 1,000; `--quick`
 300) at RF 3, then, as scale.py measures them:
 
 * creation: CreateTopics until every partition serves (printed only);
