@@ -42,7 +42,7 @@ class BrokerRequests(Protocol):
     ) -> None: ...
 
     def send_update_metadata(
-        self, broker_id: int, states: Sequence[PartitionStateEntry]
+        self, broker_ids: Iterable[int], states: Sequence[PartitionStateEntry]
     ) -> None: ...
 
     def send_stop_replica(
@@ -202,7 +202,12 @@ class ControllerChannel:
             live_leaders=tuple(live_leaders),
         )
 
-    def send_update_metadata(self, broker_id: int, states) -> None:
+    def send_update_metadata(self, broker_ids: Iterable[int], states) -> None:
+        """One UpdateMetadata to each of `broker_ids`, built once: they differ only in the
+        broker epoch (a failover's carries every partition to every broker)."""
+        broker_ids = list(broker_ids)
+        if not broker_ids:
+            return
         brokers = []
         for info in self.cache.brokers.values():
             brokers.append(
@@ -220,21 +225,24 @@ class ControllerChannel:
                     rack=info.rack,
                 )
             )
-        self._send(
-            broker_id,
-            interbroker.UpdateMetadataRequest,
-            _topic_states(
-                states,
-                interbroker.UpdateMetadataTopicState,
-                interbroker.UpdateMetadataPartitionState,
-                lambda topic, index, replicas: {
-                    "offline_replicas": tuple(
-                        r for r in replicas if not self.context.replica_online(r, topic, index)
-                    )
-                },
-            ),
-            live_brokers=tuple(brokers),
+        topic_states = _topic_states(
+            states,
+            interbroker.UpdateMetadataTopicState,
+            interbroker.UpdateMetadataPartitionState,
+            lambda topic, index, replicas: {
+                "offline_replicas": tuple(
+                    r for r in replicas if not self.context.replica_online(r, topic, index)
+                )
+            },
         )
+        live_brokers = tuple(brokers)
+        for broker_id in broker_ids:
+            self._send(
+                broker_id,
+                interbroker.UpdateMetadataRequest,
+                topic_states,
+                live_brokers=live_brokers,
+            )
 
     def send_stop_replica(self, broker_id: int, topic: str, partitions, delete: bool) -> None:
         stopped = tuple(

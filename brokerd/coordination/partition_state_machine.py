@@ -240,6 +240,5 @@ class PartitionStateMachine:
             info = self.cache.topic(topic)
             if info is not None and index in info.states:
                 states.append((topic, index, info.states[index], info.assignment.get(index, [])))
-        for broker_id in brokers:
-            if broker_id in self.context.live:
-                self.requests.send_update_metadata(broker_id, states)
+        live = self.context.live
+        self.requests.send_update_metadata([b for b in brokers if b in live], states)

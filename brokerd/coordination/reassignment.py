@@ -401,8 +401,7 @@ class Reassigner:
             self.ongoing.pop(key, None)
         await self._remove_from_legacy(lambda k, rs: k in done and tuple(rs) == done[k][0])
         entries = [(t, i, state, list(target)) for (t, i), (target, state) in done.items()]
-        for broker_id in self.context.live:
-            self.channel.send_update_metadata(broker_id, entries)
+        self.channel.send_update_metadata(list(self.context.live), entries)
         for key, (target, _state) in done.items():
             log.info("controller: reassignment of %s-%d to %s completed", *key, list(target))
 

@@ -29,8 +29,9 @@ class RecordedRequests:
     def send_leader_and_isr(self, broker_id, states) -> None:
         self.sent.append(("LeaderAndIsr", broker_id, _plain(states)))
 
-    def send_update_metadata(self, broker_id, states) -> None:
-        self.sent.append(("UpdateMetadata", broker_id, _plain(states)))
+    def send_update_metadata(self, broker_ids, states) -> None:
+        for broker_id in broker_ids:
+            self.sent.append(("UpdateMetadata", broker_id, _plain(states)))
 
     def send_stop_replica(self, broker_id, topic, partitions, delete) -> None:
         self.sent.append(("StopReplica", broker_id, topic, sorted(partitions), delete))

@@ -43,7 +43,7 @@ async def test_requests_carry_controller_and_broker_epochs_and_grouped_states():
     b1 = PartitionState(leader=1, leader_epoch=0, isr=[1], controller_epoch=6, zk_version=0)
     try:
         channel.send_leader_and_isr(2, [("a", 0, a0, [2, 1, 3]), ("b", 1, b1, [1])])
-        channel.send_update_metadata(1, [("a", 0, a0, [2, 1, 3])])
+        channel.send_update_metadata([1], [("a", 0, a0, [2, 1, 3])])
         channel.send_stop_replica(3, "a", [2, 0], delete=True)
 
         leader_and_isr, epoch = _queued(channel, 2)
@@ -98,7 +98,7 @@ async def test_a_failing_broker_is_retried_while_live_and_dropped_once_gone():
     port = server.sockets[0].getsockname()[1]
     context, channel = _channel({2: 502}, active=True, brokers={2: _info(2, port)})
     try:
-        channel.send_update_metadata(2, [])
+        channel.send_update_metadata([2], [])
         for _ in range(500):
             if accepted >= 3:
                 break
