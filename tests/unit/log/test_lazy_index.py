@@ -5,6 +5,9 @@ import logging
 import os
 import threading
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from brokerd.config import LogConfig
 from brokerd.log.index import OffsetIndex, TimeIndex
 from brokerd.log.manager import LogManager
@@ -153,4 +156,55 @@ def test_closing_an_idle_log_makes_no_index_files_but_a_roll_seals_with_both(tmp
     reopened.roll()
     sealed = reopened.segments[0]
     assert sealed.index_path.exists() and sealed.time_index_path.exists()
+    reopened.close()
+
+
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(1, 10)),
+        st.tuples(st.just("lookup"), st.integers(0, 300)),
+        st.tuples(st.just("truncate"), st.integers(0, 300)),
+        st.tuples(st.just("make_file"), st.just(0)),
+        st.tuples(st.just("flush"), st.just(0)),
+    ),
+    max_size=80,
+)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=_OPS)
+def test_a_new_index_answers_like_a_list_whenever_its_file_is_made(tmp_path_factory, ops):
+    """Appends, lookups, truncations and flushes in any order, the background's make_file
+    at any point (held off otherwise): every lookup answers as a plain list of the entries
+    would, and what reaches the file is exactly those entries."""
+    directory = tmp_path_factory.mktemp("idx")
+    index = OffsetIndex(directory / "0.index", base_offset=0, max_index_size=8 * 4096)
+    model: list[tuple[int, int]] = []
+    with index._open_lock:  # the background thread waits; the test makes the file itself
+        index._file_requested = True
+    for op, value in ops:
+        if op == "append":
+            offset = (model[-1][0] if model else 0) + value
+            index.append(offset, offset * 10)
+            model.append((offset, offset * 10))
+        elif op == "lookup":
+            below = [e for e in model if e[0] <= value]
+            expected = below[-1] if below and value > 0 else (0, 0)
+            assert tuple(index.lookup(value)) == expected
+        elif op == "truncate":
+            index.truncate_to(value)
+            model = [e for e in model if e[0] < value]
+            assert index.entries == len(model)
+        elif op == "make_file":
+            index.make_file()
+        else:
+            index.flush()
+    index.close()
+    if not model and not index.file_made:
+        assert not index.path.exists()
+        return
+    reopened = OffsetIndex(index.path, base_offset=0, writable=False)
+    assert [tuple(e) for e in reopened] == model
     reopened.close()
