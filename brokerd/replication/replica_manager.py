@@ -286,8 +286,8 @@ class ReplicaManager:
                 self.cache_partition_state(topic, index, state)
                 admitted.append((topic, index, state, replicas))
         # The logs this broker does not hold yet.
-        configs = {t: self.topic_log_config(t) for t, *_ in admitted}
         new = list(dict.fromkeys((t, i) for t, i, *_ in admitted if (t, i) not in self.partitions))
+        configs = {t: self.topic_log_config(t) for t in {t for t, _ in new}}  # once a topic
         made = await _each_off_loop(
             lambda t, i: self.log_manager.get_or_create_log(t, i, configs[t]), new
         )
