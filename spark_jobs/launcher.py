@@ -61,6 +61,15 @@ class Outcome:
         return self.returncode == 0 and self.result is not None and not self.cancelled
 
 
+def result_of(line: str) -> dict:
+    """The JSON object after RESULT, wherever the marker sits in the line: the JVM writes to
+    the same pipe (stderr is merged) and its output can share the line, before the marker
+    or after the object (a console progress bar ends with a carriage return, not a newline)."""
+    text = line[line.index(RESULT) + len(RESULT) :].lstrip()
+    result, _end = json.JSONDecoder().raw_decode(text)
+    return result
+
+
 def spark_submit() -> str:
     """$SPARK_SUBMIT, else the spark-submit installed next to this interpreter (pyspark)."""
     return os.environ.get("SPARK_SUBMIT") or str(Path(sys.executable).parent / "spark-submit")
@@ -137,8 +146,8 @@ def follow(
                 kind, _, payload = line.partition(" ")
                 if kind == PROGRESS:
                     on_progress(Progress.parse(payload))
-                elif kind == RESULT:
-                    result = json.loads(payload)
+                elif RESULT in line:
+                    result = result_of(line)
             if not cancelled and not finished and should_cancel():
                 cancelled = True
                 log.write("brokerd: cancelled, stopping the Spark job\n")
