@@ -38,13 +38,13 @@ class Progress:
     stages_total: int = 0
 
     @classmethod
-    def parse(cls, payload: str) -> Progress:
-        line = json.loads(payload)
+    def parse(cls, line: str) -> Progress:
+        found = json_after(PROGRESS, line)
         return cls(
-            int(line["done"]),
-            int(line["total"]),
-            int(line.get("stages_done", 0)),
-            int(line.get("stages_total", 0)),
+            int(found["done"]),
+            int(found["total"]),
+            int(found.get("stages_done", 0)),
+            int(found.get("stages_total", 0)),
         )
 
 
@@ -61,13 +61,14 @@ class Outcome:
         return self.returncode == 0 and self.result is not None and not self.cancelled
 
 
-def result_of(line: str) -> dict:
-    """The JSON object after RESULT, wherever the marker sits in the line: the JVM writes to
-    the same pipe (stderr is merged) and its output can share the line, before the marker
-    or after the object (a console progress bar ends with a carriage return, not a newline)."""
-    text = line[line.index(RESULT) + len(RESULT) :].lstrip()
-    result, _end = json.JSONDecoder().raw_decode(text)
-    return result
+def json_after(marker: str, line: str) -> dict:
+    """The JSON object after `marker` (PROGRESS, RESULT), wherever the marker sits in the
+    line: the JVM writes to the same pipe (stderr is merged) and its output can share the
+    line, before the marker or after the object (a console progress bar ends with a
+    carriage return, not a newline)."""
+    text = line[line.index(marker) + len(marker) :].lstrip()
+    found, _end = json.JSONDecoder().raw_decode(text)
+    return found
 
 
 def spark_submit() -> str:
@@ -143,11 +144,10 @@ def follow(
                 finished = True
             elif line:
                 tail.append(line.rstrip("\n"))
-                kind, _, payload = line.partition(" ")
-                if kind == PROGRESS:
-                    on_progress(Progress.parse(payload))
+                if PROGRESS in line:
+                    on_progress(Progress.parse(line))
                 elif RESULT in line:
-                    result = result_of(line)
+                    result = json_after(RESULT, line)
             if not cancelled and not finished and should_cancel():
                 cancelled = True
                 log.write("brokerd: cancelled, stopping the Spark job\n")
