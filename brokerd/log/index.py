@@ -478,9 +478,7 @@ class OffsetIndex(_Index):
     def _key(self, n: int) -> int:
         mapped = self._mmap
         if mapped is None or self._pending:
-            if not self.file_made:
-                return self._read_pending(n)[0]
-            mapped = self._mapping()
+            return self._read(n)[0]  # (maps the index, or reads a new one's pending entries)
         return self.entry.unpack_from(mapped, n * 8)[0]
 
     def entry_at(self, n: int) -> OffsetPosition:
@@ -578,9 +576,7 @@ class TimeIndex(_Index):
     def _key(self, n: int) -> int:
         mapped = self._mmap
         if mapped is None or self._pending:
-            if not self.file_made:
-                return self._read_pending(n)[0]
-            mapped = self._mapping()
+            return self._read(n)[0]  # (maps the index, or reads a new one's pending entries)
         return self.entry.unpack_from(mapped, n * 12)[0]
 
     def entry_at(self, n: int) -> TimestampOffset:
